@@ -1,0 +1,23 @@
+// @ts-check
+import js from "@eslint/js";
+import tseslint from "typescript-eslint";
+
+export default tseslint.config(
+  { ignores: ["dist/", "node_modules/", "coverage/"] },
+  js.configs.recommended,
+  ...tseslint.configs.recommended,
+  {
+    languageOptions: { globals: { process: "readonly", console: "readonly", Buffer: "readonly" } },
+    rules: {
+      "@typescript-eslint/no-explicit-any": "error",
+      "@typescript-eslint/no-unused-vars": ["error", { argsIgnorePattern: "^_", varsIgnorePattern: "^_" }],
+      "@typescript-eslint/consistent-type-imports": "error",
+      eqeqeq: ["error", "always"],
+      "no-console": ["error", { allow: ["error"] }],
+    },
+  },
+  {
+    files: ["test/**/*.ts", "gateway/demo.ts", "gateway/main.ts"],
+    rules: { "no-console": "off" },
+  },
+);

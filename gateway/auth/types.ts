@@ -1,0 +1,47 @@
+/**
+ * Plain data of authentication (SPEC §5): what an introspection source answers and what the
+ * pipeline receives.
+ */
+
+/**
+ * The fields of an RFC 7662 §2.2 introspection response the gateway uses.
+ * `exp` is epoch seconds; `scope` is the space-separated list split into an array.
+ */
+export interface TokenInfo {
+  active: boolean;
+  sub?: string;
+  clientId?: string;
+  username?: string;
+  scope: readonly string[];
+  /** Expiry (epoch s), when the source gave one. */
+  exp?: number;
+}
+
+/** An introspection source answers for one token or fails. */
+export interface IntrospectionSource {
+  /**
+   * @param token - the bearer token as sent (never logged)
+   * @returns the source's answer; an unknown token is `{ active: false }`
+   * @throws IntrospectionUnavailableError when the source cannot answer (network, timeout, 5xx,
+   *   unparsable reply)
+   */
+  introspect(token: string): Promise<TokenInfo>;
+  /** Releases sockets and timers. */
+  close?(): Promise<void>;
+}
+
+/** The source could not give an answer; the token cache may serve a stale entry instead. */
+export class IntrospectionUnavailableError extends Error {
+  /** Short reason for logs and metrics: `timeout`, `network`, `status`, `invalid_response`. */
+  readonly reason: string;
+  constructor(reason: string, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = "IntrospectionUnavailableError";
+    this.reason = reason;
+  }
+}
+
+/** The identity an authenticated call is counted against (SPEC §3): `sub`, else `client_id`. */
+export function identityOf(info: TokenInfo): string | undefined {
+  return info.sub ?? info.clientId ?? info.username;
+}

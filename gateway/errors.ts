@@ -1,0 +1,89 @@
+/**
+ * The error catalog (SPEC §2): every response the gateway itself produces, by stable code.
+ * `test/unit/error-catalog.test.ts` fails when the README does not document one.
+ */
+
+/** A catalog entry. */
+export interface CatalogEntry {
+  status: number;
+  message: string;
+  /** Text of the README's "Condition" column. */
+  condition: string;
+}
+
+/** Stable gateway error codes. */
+export type ErrorCode =
+  | "auth_required"
+  | "auth_malformed"
+  | "auth_invalid"
+  | "auth_insufficient_scope"
+  | "rate_limited"
+  | "not_found"
+  | "bad_request"
+  | "auth_unavailable"
+  | "ratelimit_unavailable"
+  | "bad_gateway"
+  | "gateway_timeout";
+
+/** Code → status, message. Messages never contain tokens, secrets or upstream addresses. */
+export const ERROR_CATALOG: Readonly<Record<ErrorCode, CatalogEntry>> = Object.freeze({
+  auth_required: { status: 401, message: "Authentication required", condition: "No `Authorization` header" },
+  auth_malformed: {
+    status: 400,
+    message: "Malformed Authorization header",
+    condition: "Header present but not `Bearer <token68>`",
+  },
+  auth_invalid: {
+    status: 401,
+    message: "Invalid or expired access token",
+    condition: "Token unknown, inactive or expired",
+  },
+  auth_insufficient_scope: {
+    status: 403,
+    message: "Insufficient scope",
+    condition: "Route requires a scope the token lacks",
+  },
+  rate_limited: {
+    status: 429,
+    message: "API rate limit exceeded. Please try again in N seconds",
+    condition: "Over the limit of the class",
+  },
+  not_found: { status: 404, message: "Not found", condition: "No route matches the path" },
+  bad_request: {
+    status: 400,
+    message: "Bad request",
+    condition: "Request target not origin-form, malformed percent-encoding or invalid UTF-8",
+  },
+  auth_unavailable: {
+    status: 503,
+    message: "Authentication service unavailable",
+    condition: "Introspection source unreachable and nothing usable cached",
+  },
+  ratelimit_unavailable: {
+    status: 503,
+    message: "Rate limit service unavailable",
+    condition: "Limit store unreachable and `failure_mode: closed`",
+  },
+  bad_gateway: { status: 502, message: "Bad gateway", condition: "Upstream refused, reset or unreachable" },
+  gateway_timeout: {
+    status: 504,
+    message: "Gateway timeout",
+    condition: "Upstream did not answer within its timeout",
+  },
+});
+
+const bodies = new Map<ErrorCode, string>();
+for (const [code, e] of Object.entries(ERROR_CATALOG) as [ErrorCode, CatalogEntry][]) {
+  bodies.set(code, JSON.stringify({ error: { code: e.status, message: e.message } }));
+}
+
+/**
+ * The JSON body of an error response, precomputed except for the 429 (whose message carries N).
+ * @param retryAfterS - whole seconds, for `rate_limited` only
+ */
+export function errorBody(code: ErrorCode, retryAfterS = 1): string {
+  if (code === "rate_limited") {
+    return `{"error":{"code":429,"message":"API rate limit exceeded. Please try again in ${retryAfterS} seconds"}}`;
+  }
+  return bodies.get(code)!;
+}

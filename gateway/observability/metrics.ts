@@ -1,0 +1,145 @@
+/**
+ * Every metric the gateway exports (SPEC §8), defined in this one file on a registry passed in
+ * (no global registry, so tests can run many gateways in one process). Names follow Prometheus
+ * conventions: `gateway_` prefix, base units (`_seconds`), `_total` on counters. Label values come
+ * from configuration names and fixed enumerations only, never from raw paths or tokens.
+ */
+import { Counter, Gauge, Histogram, collectDefaultMetrics, type Registry } from "prom-client";
+
+/** Latency buckets (s): sub-millisecond to the default upstream timeout. */
+const LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
+/** Limiter/introspection buckets (s): these calls should be fast. */
+const FAST_BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1, 2.5];
+
+/** `gateway_ratelimit_decisions_total` outcome label. */
+export type DecisionOutcome = "allowed" | "limited" | "shadow_limited" | "degraded";
+/** `gateway_auth_results_total` result label. */
+export type AuthResult = "valid" | "missing" | "malformed" | "invalid" | "insufficient_scope" | "unavailable" | "limited";
+/** `gateway_token_cache_lookups_total` result label. */
+export type CacheLookup = "hit" | "miss" | "negative" | "stale";
+/** `gateway_upstream_errors_total` reason label. */
+export type UpstreamErrorReason = "connect" | "timeout" | "reset";
+
+/** The gateway's metric families. */
+export interface GatewayMetrics {
+  requests: Counter<"route" | "class" | "code">;
+  requestDuration: Histogram<"route" | "class">;
+  upstreamDuration: Histogram<"upstream">;
+  ratelimitDecisions: Counter<"class" | "outcome">;
+  storeErrors: Counter<"store">;
+  storeDuration: Histogram<"store">;
+  storeDegraded: Gauge;
+  authResults: Counter<"result">;
+  introspectionRequests: Counter<"result">;
+  introspectionDuration: Histogram;
+  tokenCacheLookups: Counter<"result">;
+  upstreamErrors: Counter<"upstream" | "reason">;
+  configReloads: Counter<"result">;
+  buildInfo: Gauge<"version" | "node_version">;
+  inflight: Gauge;
+}
+
+/**
+ * Creates and registers every family on `registry`, plus prom-client's default process metrics.
+ * @param registry - the gateway instance's registry
+ * @param version - package version for `gateway_build_info`
+ */
+export function createMetrics(registry: Registry, version: string): GatewayMetrics {
+  const registers = [registry];
+  collectDefaultMetrics({ register: registry });
+  const m: GatewayMetrics = {
+    requests: new Counter({
+      name: "gateway_requests_total",
+      help: "Requests answered on the API listener, by route prefix, limit class and HTTP status code.",
+      labelNames: ["route", "class", "code"],
+      registers,
+    }),
+    requestDuration: new Histogram({
+      name: "gateway_request_duration_seconds",
+      help: "Time from request start to response finish on the API listener.",
+      labelNames: ["route", "class"],
+      buckets: LATENCY_BUCKETS,
+      registers,
+    }),
+    upstreamDuration: new Histogram({
+      name: "gateway_upstream_duration_seconds",
+      help: "Time from sending the request upstream to the upstream's response headers.",
+      labelNames: ["upstream"],
+      buckets: LATENCY_BUCKETS,
+      registers,
+    }),
+    ratelimitDecisions: new Counter({
+      name: "gateway_ratelimit_decisions_total",
+      help: "Rate-limit decisions by class and outcome (allowed, limited, shadow_limited, degraded).",
+      labelNames: ["class", "outcome"],
+      registers,
+    }),
+    storeErrors: new Counter({
+      name: "gateway_ratelimit_store_errors_total",
+      help: "Limit-store calls that failed or timed out.",
+      labelNames: ["store"],
+      registers,
+    }),
+    storeDuration: new Histogram({
+      name: "gateway_ratelimit_store_duration_seconds",
+      help: "Duration of limit-store calls.",
+      labelNames: ["store"],
+      buckets: FAST_BUCKETS,
+      registers,
+    }),
+    storeDegraded: new Gauge({
+      name: "gateway_ratelimit_store_degraded",
+      help: "1 while the shared limit store is failing and decisions come from the local fallback.",
+      registers,
+    }),
+    authResults: new Counter({
+      name: "gateway_auth_results_total",
+      help: "Authentication results (valid, missing, malformed, invalid, insufficient_scope, unavailable, limited).",
+      labelNames: ["result"],
+      registers,
+    }),
+    introspectionRequests: new Counter({
+      name: "gateway_introspection_requests_total",
+      help: "Calls to the introspection source by result (active, inactive, error).",
+      labelNames: ["result"],
+      registers,
+    }),
+    introspectionDuration: new Histogram({
+      name: "gateway_introspection_duration_seconds",
+      help: "Duration of calls to the introspection source.",
+      buckets: FAST_BUCKETS,
+      registers,
+    }),
+    tokenCacheLookups: new Counter({
+      name: "gateway_token_cache_lookups_total",
+      help: "Token cache lookups (hit, miss, negative, stale).",
+      labelNames: ["result"],
+      registers,
+    }),
+    upstreamErrors: new Counter({
+      name: "gateway_upstream_errors_total",
+      help: "Upstream failures by upstream and reason (connect, timeout, reset).",
+      labelNames: ["upstream", "reason"],
+      registers,
+    }),
+    configReloads: new Counter({
+      name: "gateway_config_reloads_total",
+      help: "Configuration reloads (SIGHUP) by result (success, error).",
+      labelNames: ["result"],
+      registers,
+    }),
+    buildInfo: new Gauge({
+      name: "gateway_build_info",
+      help: "Build information; always 1.",
+      labelNames: ["version", "node_version"],
+      registers,
+    }),
+    inflight: new Gauge({
+      name: "gateway_inflight_requests",
+      help: "Requests in flight on the API listener.",
+      registers,
+    }),
+  };
+  m.buildInfo.set({ version, node_version: process.version }, 1);
+  return m;
+}

@@ -1,0 +1,66 @@
+/**
+ * The limiter seam (SPEC §4): a `Limiter` admits and counts one call against every window of a
+ * policy atomically, and reports what the rate-limit headers need. Implementations: the memory
+ * store, the Redis store, and the failover wrapper that combines them.
+ */
+
+/** One window: `limit` calls per `windowS` seconds. */
+export interface WindowSpec {
+  limit: number;
+  /** Window length (s). */
+  windowS: number;
+}
+
+/** Sliding-window algorithm of a class. */
+export type Algorithm = "sliding_window" | "sliding_log";
+
+/** A limit class ready for the hot path (built once from config). */
+export interface LimitPolicy {
+  /** Class name; also the `X-RateLimit-Resource` value and the metrics label `class`. */
+  name: string;
+  algorithm: Algorithm;
+  /** `shadow`: decide and count, but the pipeline proxies over-limit calls anyway. */
+  mode: "enforce" | "shadow";
+  windows: readonly WindowSpec[];
+}
+
+/**
+ * The outcome of one limiter call, for the window closest to exhaustion (or, when rejected, the
+ * window that frees capacity last).
+ */
+export interface Decision {
+  allowed: boolean;
+  /** Limit of the reported window. */
+  limit: number;
+  /** Calls still allowed in that window after this one (>= 0). */
+  remaining: number;
+  /** When that window next frees capacity (epoch ms, not rounded). */
+  resetAtMs: number;
+  /** Limiter time of the decision (epoch ms); Redis TIME for the Redis store. */
+  nowMs: number;
+  /** True when the decision came from the fallback memory store during a store outage. */
+  degraded: boolean;
+}
+
+/** Thrown (as a rejection) by a store that cannot answer; the failover wrapper catches it. */
+export class LimitStoreError extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = "LimitStoreError";
+  }
+}
+
+/** A rate-limit store. */
+export interface Limiter {
+  /**
+   * Admits the call if every window of `policy` has room for `cost` more calls, counting it in all
+   * of them; a rejected call is not counted.
+   * @param key - identity key without the store prefix (e.g. `u:alice`, `ip:10.0.0.1`)
+   * @throws LimitStoreError when the store cannot answer
+   */
+  consume(key: string, policy: LimitPolicy): Promise<Decision>;
+  /** Reports the state as `consume` would, without counting (for `GET /rate_limit`). */
+  peek(key: string, policy: LimitPolicy): Promise<Decision>;
+  /** Releases connections and timers. */
+  close(): Promise<void>;
+}

@@ -1,0 +1,42 @@
+/**
+ * The admin listener (SPEC §8): `GET /metrics` (Prometheus text), `GET /healthz` (process alive),
+ * `GET /readyz` (configuration loaded and the limit store usable or failing open).
+ */
+import http, { type Server } from "node:http";
+import type { Registry } from "prom-client";
+
+/** Options of {@link createAdminServer}. */
+export interface AdminOptions {
+  registry: Registry;
+  /** True when the gateway can serve (limit store answers or fails open). */
+  ready(): boolean;
+}
+
+/** Creates (does not bind) the admin server. */
+export function createAdminServer({ registry, ready }: AdminOptions): Server {
+  return http.createServer((req, res) => {
+    const path = (req.url ?? "/").split("?")[0];
+    if (req.method !== "GET" && req.method !== "HEAD") return send(res, 405, "text/plain", "method not allowed\n");
+    switch (path) {
+      case "/healthz":
+        return send(res, 200, "application/json", '{"status":"ok"}');
+      case "/readyz":
+        return ready()
+          ? send(res, 200, "application/json", '{"status":"ready"}')
+          : send(res, 503, "application/json", '{"status":"not ready"}');
+      case "/metrics":
+        registry.metrics().then(
+          (text) => send(res, 200, registry.contentType, text),
+          () => send(res, 500, "text/plain", "metrics collection failed\n"),
+        );
+        return;
+      default:
+        return send(res, 404, "text/plain", "not found\n");
+    }
+  });
+}
+
+function send(res: http.ServerResponse, status: number, type: string, body: string): void {
+  res.writeHead(status, { "content-type": type, "content-length": Buffer.byteLength(body) });
+  res.end(body);
+}

@@ -1,0 +1,143 @@
+/**
+ * Static introspection source (SPEC §5, `auth.static.tokens_file`): a YAML mapping of token, or
+ * `sha256:<hex>` of the token, to the RFC 7662 fields the gateway uses. For development, tests and
+ * the demo. Tokens are looked up by their SHA-256, so plaintext and hashed entries both work and
+ * the file may hold only hashes.
+ */
+import { createHash } from "node:crypto";
+import { readFileSync } from "node:fs";
+import path from "node:path";
+import { LineCounter, isNode, parseDocument } from "yaml";
+import { z } from "zod";
+import type { IntrospectionSource, TokenInfo } from "./types.js";
+
+const HASHED_KEY = /^sha256:([0-9a-fA-F]{64})$/;
+const INACTIVE: TokenInfo = Object.freeze({ active: false, scope: Object.freeze([]) });
+
+const entrySchema = z.strictObject({
+  active: z.boolean().default(true),
+  sub: z.string().min(1).optional(),
+  client_id: z.string().min(1).optional(),
+  username: z.string().min(1).optional(),
+  scope: z
+    .union([z.string(), z.array(z.string().regex(/^\S+$/, { error: "expected a scope without spaces" }))], {
+      error: 'expected a space-separated string ("read write") or a list of scopes',
+    })
+    .optional(),
+  exp: z.int().nonnegative({ error: "expected epoch seconds (a non-negative integer)" }).optional(),
+});
+
+const fileSchema = z.record(
+  z
+    .string()
+    .min(1)
+    .refine((k) => !k.startsWith("sha256:") || HASHED_KEY.test(k), {
+      error: "expected sha256: followed by 64 hex digits",
+    }),
+  entrySchema,
+  { error: (iss) => (iss.code === "invalid_type" ? "expected a mapping of token to fields" : undefined) },
+);
+
+/** One zod issue as `message`, with the nested key issue or the unknown field names spelled out. */
+function issueMessage(issue: z.core.$ZodIssue): string {
+  if (issue.code === "invalid_key") return issue.issues.map((i) => i.message).join("; ");
+  if (issue.code === "unrecognized_keys") {
+    return `unknown field ${issue.keys.join(", ")} (known: ${Object.keys(entrySchema.shape).join(", ")})`;
+  }
+  return issue.message;
+}
+
+/** SHA-256 hex of a token: the lookup key of the static source and of the token cache. */
+function sha256Hex(token: string): string {
+  return createHash("sha256").update(token).digest("hex");
+}
+
+/**
+ * Names an entry in an error message without printing a plaintext token: `sha256:` keys are shown
+ * whole (they are not secrets), plaintext ones by a short prefix.
+ */
+function describeKey(key: string): string {
+  if (key.startsWith("sha256:")) return JSON.stringify(key);
+  return `"${key.slice(0, Math.min(4, Math.floor(key.length / 3)))}…"`;
+}
+
+/**
+ * Reads and validates a tokens file.
+ * @param file - path of the YAML file
+ * @returns token SHA-256 hex (lower case) → frozen {@link TokenInfo}
+ * @throws Error naming the file and every bad entry and field (`tokens.yaml: "dev-…".scope: ...`),
+ *   when the file cannot be read, is not YAML, does not match the shape, or lists a token twice
+ */
+export function loadStaticTokens(file: string): Map<string, TokenInfo> {
+  const lineCounter = new LineCounter();
+  let doc: ReturnType<typeof parseDocument>;
+  try {
+    doc = parseDocument(readFileSync(file, "utf8"), { lineCounter });
+  } catch (err) {
+    throw new Error(`cannot read tokens file ${file}: ${(err as Error).message}`, { cause: err });
+  }
+  if (doc.errors.length > 0) {
+    throw new Error(`invalid tokens file ${file}: ${doc.errors.map((e) => e.message).join("; ")}`);
+  }
+  const lineOf = (at: readonly PropertyKey[]): string => {
+    const node = doc.getIn(at, true);
+    return isNode(node) && node.range ? ` (line ${lineCounter.linePos(node.range[0]).line})` : "";
+  };
+  const parsed = fileSchema.safeParse(doc.toJS() ?? {});
+  if (!parsed.success) {
+    const lines = parsed.error.issues.map((issue) => {
+      const [key, ...rest] = issue.path;
+      if (key === undefined) return `  (root): ${issue.message}`;
+      const where = describeKey(String(key)) + rest.map((p) => `.${String(p)}`).join("");
+      return `  ${where}: ${issueMessage(issue)}${lineOf(issue.path)}`;
+    });
+    throw new Error(`invalid tokens file ${file}:\n${lines.join("\n")}`);
+  }
+  const tokens = new Map<string, TokenInfo>();
+  for (const [key, e] of Object.entries(parsed.data)) {
+    const hash = HASHED_KEY.exec(key)?.[1]?.toLowerCase() ?? sha256Hex(key);
+    if (tokens.has(hash)) {
+      throw new Error(
+        `invalid tokens file ${file}:\n  ${describeKey(key)}: the same token is listed twice${lineOf([key])}`,
+      );
+    }
+    const info: TokenInfo = {
+      active: e.active,
+      scope: Object.freeze(
+        typeof e.scope === "string" ? e.scope.split(" ").filter(Boolean) : (e.scope ?? []),
+      ),
+    };
+    if (e.sub !== undefined) info.sub = e.sub;
+    if (e.client_id !== undefined) info.clientId = e.client_id;
+    if (e.username !== undefined) info.username = e.username;
+    if (e.exp !== undefined) info.exp = e.exp;
+    tokens.set(hash, Object.freeze(info));
+  }
+  return tokens;
+}
+
+/**
+ * An {@link IntrospectionSource} answering from a tokens file, read once at construction.
+ * `exp` is reported as written; the token cache treats an active answer past `exp` as inactive.
+ *
+ * @example
+ * // tokens.yaml:  dev-token: { sub: alice, scope: "read write" }
+ * const source = new StaticTokenSource("tokens.yaml", configDir);
+ */
+export class StaticTokenSource implements IntrospectionSource {
+  readonly #tokens: ReadonlyMap<string, TokenInfo>;
+
+  /**
+   * @param tokensFile - the YAML file, absolute or relative to `baseDir`
+   * @param baseDir - directory of the configuration file
+   * @throws Error from {@link loadStaticTokens}
+   */
+  constructor(tokensFile: string, baseDir: string = process.cwd()) {
+    this.#tokens = loadStaticTokens(path.resolve(baseDir, tokensFile));
+  }
+
+  /** @returns the entry for `token`; `{ active: false, scope: [] }` when it is not listed */
+  async introspect(token: string): Promise<TokenInfo> {
+    return this.#tokens.get(sha256Hex(token)) ?? INACTIVE;
+  }
+}

@@ -1,0 +1,405 @@
+/**
+ * The request path, in the order of SPEC §1, and the one place outcomes become responses:
+ *
+ *   accept → scope → normalise → route → classify → authenticate → rate-limit → scope check →
+ *   proxy or respond → decorate headers → access log and metrics (on close)
+ *
+ * Failure branches: a malformed target (400) or no route (404) and every failed authentication
+ * (400/401) are counted in the anonymous class by client IP; an unknown token is not introspected
+ * once that budget is spent (429). An over-limit call gets 429 unless its class is in shadow mode.
+ */
+import { randomUUID } from "node:crypto";
+import http, { type IncomingHttpHeaders, type OutgoingHttpHeaders } from "node:http";
+import type { Socket } from "node:net";
+import { performance } from "node:perf_hooks";
+import type { Logger } from "pino";
+import { authenticateCached, hasScopes, isUsable } from "./auth/authenticate.js";
+import { identityOf, type TokenInfo } from "./auth/types.js";
+import type { Clock } from "./clock.js";
+import { ERROR_CATALOG, errorBody, type ErrorCode } from "./errors.js";
+import { logAccess } from "./observability/access-log.js";
+import type { GatewayMetrics, UpstreamErrorReason } from "./observability/metrics.js";
+import { clientIp, setForwardedHeaders, stripHopByHop } from "./proxy/forwarded.js";
+import type { ProxyHooks } from "./proxy/upstream-proxy.js";
+import { rateLimitHeaders } from "./ratelimit/headers.js";
+import type { Decision, LimitPolicy } from "./ratelimit/limiter.js";
+import { normalizeTarget } from "./routing/normalize.js";
+import type { Runtime } from "./runtime.js";
+import { RequestScope, SCOPE, type ScopedRequest, type ScopedResponse } from "./scope.js";
+import { statusBody } from "./status-endpoint.js";
+
+/** Dependencies of the pipeline. */
+export interface PipelineDeps {
+  clock: Clock;
+  metrics: GatewayMetrics;
+  logger: Logger;
+}
+
+/** `Retry-After` (s) on a 503 the gateway produces. */
+export const UNAVAILABLE_RETRY_AFTER_S = 5;
+const REQUEST_ID = /^[A-Za-z0-9._:\-]{1,128}$/;
+const CLIENT_AUTH_HEADERS = ["x-auth-subject", "x-auth-client-id", "x-auth-scope"] as const;
+const JSON_TYPE = "application/json; charset=utf-8";
+
+/** The request pipeline; also the proxy's hooks. */
+export class Pipeline implements ProxyHooks {
+  private runtime!: Runtime;
+  private readonly clock: Clock;
+  private readonly metrics: GatewayMetrics;
+  private readonly logger: Logger;
+
+  constructor({ clock, metrics, logger }: PipelineDeps) {
+    this.clock = clock;
+    this.metrics = metrics;
+    this.logger = logger;
+    this.handle = this.handle.bind(this);
+    this.handleUpgrade = this.handleUpgrade.bind(this);
+    this.finish = this.finish.bind(this);
+  }
+
+  /** Swaps the compiled configuration; requests already running keep the one they started with. */
+  setRuntime(runtime: Runtime): void {
+    this.runtime = runtime;
+  }
+
+  get current(): Runtime {
+    return this.runtime;
+  }
+
+  /** `request` listener of the API server. */
+  handle(req: ScopedRequest, res: ScopedResponse): void {
+    const scope = this.open(req);
+    res[SCOPE] = scope;
+    res.once("close", onResponseClose);
+    this.run(this.runtime, req, res, scope, null, null).catch((err: unknown) => this.crash(err, res, scope));
+  }
+
+  /** `upgrade` listener: the handshake goes through the same steps; rejections are plain HTTP. */
+  handleUpgrade(req: ScopedRequest, socket: Socket, head: Buffer): void {
+    const scope = this.open(req);
+    const res: ScopedResponse = new http.ServerResponse(req);
+    res.assignSocket(socket);
+    res.shouldKeepAlive = false;
+    res[SCOPE] = scope;
+    res.once("close", onResponseClose);
+    res.once("finish", () => socket.end());
+    socket.on("error", ignoreSocketError);
+    this.run(this.runtime, req, res, scope, socket, head).catch((err: unknown) => this.crash(err, res, scope));
+  }
+
+  private open(req: ScopedRequest): RequestScope {
+    const id = req.headers["x-request-id"];
+    const scope = new RequestScope(
+      typeof id === "string" && REQUEST_ID.test(id) ? id : randomUUID(),
+      req.method ?? "GET",
+      performance.now(),
+    );
+    scope.finisher = this.finish;
+    req[SCOPE] = scope;
+    return scope;
+  }
+
+  private async run(
+    rt: Runtime,
+    req: ScopedRequest,
+    res: ScopedResponse,
+    scope: RequestScope,
+    socket: Socket | null,
+    head: Buffer | null,
+  ): Promise<void> {
+    scope.clientIp = clientIp(req, rt.config.trust_proxy);
+    const target = normalizeTarget(req.url ?? "");
+    if (target === null) return this.rejectAnonymous(rt, res, scope, "bad_request");
+    scope.path = target.matchPath;
+    const statusPath = rt.config.rate_limits.status_path;
+    const route = statusPath === target.matchPath ? null : rt.routes.match(target.matchPath);
+    if (route === undefined) return this.rejectAnonymous(rt, res, scope, "not_found");
+    scope.route = route;
+    const policy = rt.policies.get(rt.classifier.classify(scope.method, target.matchPath))!;
+
+    const info = await this.authenticate(rt, req, res, scope);
+    if (info === null) return;
+    scope.token = info;
+    // A token without sub/client_id is its own identity (by hash, never the token).
+    scope.identity = identityOf(info) ?? `token:${scope.tokenHash.slice(0, 32)}`;
+    if (route === null) return this.statusEndpoint(rt, res, scope, policy);
+
+    const decision = await this.consume(rt, res, scope, policy, scope.identity);
+    if (decision === null) return;
+    if (!decision.allowed && policy.mode === "enforce") return this.respond(res, scope, "rate_limited");
+    if (!hasScopes(info, route.scopes)) {
+      this.metrics.authResults.inc({ result: "insufficient_scope" });
+      return this.respond(res, scope, "auth_insufficient_scope");
+    }
+    this.metrics.authResults.inc({ result: "valid" });
+
+    const proxy = rt.proxies.get(route.upstream)!;
+    prepareUpstreamRequest(req, scope, info, rt, target.forwardPath, target.search);
+    if (socket !== null) {
+      res.detachSocket(socket);
+      this.finish(scope, 101);
+      proxy.ws(req, socket, head!);
+    } else {
+      proxy.web(req, res);
+    }
+  }
+
+  /** @returns the token's info, or null after answering (400/401/429/503). */
+  private async authenticate(
+    rt: Runtime,
+    req: ScopedRequest,
+    res: ScopedResponse,
+    scope: RequestScope,
+  ): Promise<TokenInfo | null> {
+    const nowS = this.clock.nowMs() / 1000;
+    const outcome = authenticateCached(req.headers.authorization, rt.tokenCache, nowS);
+    switch (outcome.kind) {
+      case "valid":
+        scope.tokenHash = outcome.hash;
+        return outcome.info;
+      case "missing":
+        this.metrics.authResults.inc({ result: "missing" });
+        return this.rejectAnonymous(rt, res, scope, "auth_required").then(nothing);
+      case "malformed":
+        this.metrics.authResults.inc({ result: "malformed" });
+        return this.rejectAnonymous(rt, res, scope, "auth_malformed").then(nothing);
+      case "invalid":
+        this.metrics.authResults.inc({ result: "invalid" });
+        return this.rejectAnonymous(rt, res, scope, "auth_invalid").then(nothing);
+      case "miss":
+        break;
+    }
+    // Brute-force guard: an IP whose anonymous budget is spent gets no introspection call.
+    const guard = await this.decide(rt, scope, rt.anonymous, `ip:${scope.clientIp}`, false);
+    if (guard !== null && !guard.allowed) {
+      this.metrics.authResults.inc({ result: "limited" });
+      this.useDecision(rt, scope, rt.anonymous, guard);
+      this.respond(res, scope, "rate_limited");
+      return null;
+    }
+    const looked = await rt.tokenCache.fetch(outcome.token, outcome.hash);
+    if (looked.status === "active" && isUsable(looked.info, this.clock.nowMs() / 1000)) {
+      scope.tokenHash = outcome.hash;
+      return looked.info;
+    }
+    if (looked.status === "unavailable") {
+      this.metrics.authResults.inc({ result: "unavailable" });
+      if (guard !== null) this.useDecision(rt, scope, rt.anonymous, guard);
+      this.respond(res, scope, "auth_unavailable");
+      return null;
+    }
+    this.metrics.authResults.inc({ result: "invalid" });
+    return this.rejectAnonymous(rt, res, scope, "auth_invalid").then(nothing);
+  }
+
+  /** Counts the call in the anonymous class by client IP, then answers `code` (or 429). */
+  private async rejectAnonymous(rt: Runtime, res: ScopedResponse, scope: RequestScope, code: ErrorCode): Promise<void> {
+    const decision = await this.consume(rt, res, scope, rt.anonymous, `ip:${scope.clientIp}`);
+    if (decision === null) return;
+    this.respond(res, scope, decision.allowed ? code : "rate_limited");
+  }
+
+  /** Consumes and records the decision; null after answering 503 (store down, failure_mode closed). */
+  private async consume(
+    rt: Runtime,
+    res: ScopedResponse,
+    scope: RequestScope,
+    policy: LimitPolicy,
+    key: string,
+  ): Promise<Decision | null> {
+    const decision = await this.decide(rt, scope, policy, key, true);
+    if (decision === null) {
+      scope.className = policy.name;
+      this.respond(res, scope, "ratelimit_unavailable");
+      return null;
+    }
+    this.useDecision(rt, scope, policy, decision);
+    const outcome = decision.degraded
+      ? "degraded"
+      : decision.allowed
+        ? "allowed"
+        : policy.mode === "shadow"
+          ? "shadow_limited"
+          : "limited";
+    scope.outcome = outcome;
+    this.metrics.ratelimitDecisions.inc({ class: policy.name, outcome });
+    return decision;
+  }
+
+  /** One limiter call; null when the store failed (it already counted and logged that). */
+  private async decide(
+    rt: Runtime,
+    scope: RequestScope,
+    policy: LimitPolicy,
+    key: string,
+    count: boolean,
+  ): Promise<Decision | null> {
+    try {
+      const limiter = rt.limiter.limiter;
+      return await (count ? limiter.consume(key, policy) : limiter.peek(key, policy));
+    } catch (err) {
+      this.logger.debug({ err, reqId: scope.requestId }, "limit store call failed");
+      return null;
+    }
+  }
+
+  private useDecision(rt: Runtime, scope: RequestScope, policy: LimitPolicy, decision: Decision): void {
+    scope.className = policy.name;
+    scope.policy = policy;
+    scope.decision = decision;
+    const ietf = policy === rt.anonymous ? rt.anonymousIetf : rt.ietfPolicies?.get(policy.name);
+    scope.headers = rateLimitHeaders(decision, policy, ietf);
+  }
+
+  private async statusEndpoint(rt: Runtime, res: ScopedResponse, scope: RequestScope, policy: LimitPolicy): Promise<void> {
+    const entries = [...rt.policies.values()];
+    const decisions = await Promise.all(entries.map((p) => this.decide(rt, scope, p, scope.identity, false)));
+    if (decisions.some((d) => d === null)) return this.respond(res, scope, "ratelimit_unavailable");
+    const own = decisions[entries.indexOf(policy)]!;
+    this.useDecision(rt, scope, policy, own);
+    this.writeHead(res, scope, 200);
+    res.end(statusBody(entries, decisions as Decision[]));
+  }
+
+  /** Writes a catalog error with the rate-limit headers (SPEC §2). */
+  respond(res: ScopedResponse, scope: RequestScope, code: ErrorCode): void {
+    if (res.headersSent || res.destroyed) return;
+    scope.errorCode = code;
+    const entry = ERROR_CATALOG[code];
+    const realm = this.runtime.config.auth.realm;
+    const h = scope.headers;
+    let body: string;
+    if (code === "rate_limited") {
+      const n = h?.retryAfterS ?? 1;
+      res.setHeader("retry-after", String(n));
+      body = errorBody(code, n);
+    } else {
+      body = errorBody(code);
+      if (entry.status === 503) res.setHeader("retry-after", String(UNAVAILABLE_RETRY_AFTER_S));
+    }
+    const challenge = challengeFor(code, realm, scope.route?.scopes);
+    if (challenge !== null) res.setHeader("www-authenticate", challenge);
+    res.setHeader("content-type", JSON_TYPE);
+    res.setHeader("content-length", Buffer.byteLength(body));
+    if (res.socket === null || res.shouldKeepAlive === false) res.setHeader("connection", "close");
+    this.writeHead(res, scope, entry.status);
+    res.end(body);
+  }
+
+  private writeHead(res: ScopedResponse, scope: RequestScope, status: number): void {
+    const headers: OutgoingHttpHeaders = {};
+    this.decorate(headers as IncomingHttpHeaders, scope);
+    for (const k in headers) res.setHeader(k, headers[k]!);
+    res.statusCode = status;
+  }
+
+  /** Sets `X-Request-Id` and the rate-limit headers, overwriting any the upstream sent (SPEC §3). */
+  decorate(headers: IncomingHttpHeaders, scope: RequestScope): void {
+    headers["x-request-id"] = scope.requestId;
+    const h = scope.headers;
+    if (h === null) {
+      // No decision (store down, failure_mode closed): report the class as exhausted for 1 s.
+      const p = scope.policy ?? this.runtime.anonymous;
+      headers["x-ratelimit-limit"] = String(p.windows[0]!.limit);
+      headers["x-ratelimit-remaining"] = "0";
+      headers["x-ratelimit-reset"] = String(Math.ceil(this.clock.nowMs() / 1000) + 1);
+      headers["x-ratelimit-resource"] = scope.className || p.name;
+      return;
+    }
+    headers["x-ratelimit-limit"] = h.limit;
+    headers["x-ratelimit-remaining"] = h.remaining;
+    headers["x-ratelimit-reset"] = h.reset;
+    headers["x-ratelimit-resource"] = h.resource;
+    if (h.ietf !== undefined) {
+      headers["ratelimit-policy"] = h.ietfPolicy;
+      headers["ratelimit"] = h.ietf;
+    }
+  }
+
+  upstreamResponded(scope: RequestScope, upstream: string): void {
+    this.metrics.upstreamDuration.observe({ upstream }, scope.upstreamMs / 1000);
+  }
+
+  upstreamError(req: ScopedRequest, res: ScopedResponse | Socket, reason: UpstreamErrorReason): void {
+    const scope = req[SCOPE];
+    const upstream = scope?.route?.upstream ?? "unknown";
+    this.metrics.upstreamErrors.inc({ upstream, reason });
+    if (scope === undefined) return;
+    if (res instanceof http.ServerResponse && !res.headersSent) {
+      this.respond(res, scope, reason === "timeout" ? "gateway_timeout" : "bad_gateway");
+    } else if (res instanceof http.ServerResponse) {
+      res.destroy(); // response already started: the client must see a broken stream, not a short body
+    } else {
+      res.destroy();
+    }
+  }
+
+  /** Access line and metrics, once per request, on `close` (or at a WebSocket handshake). */
+  private finish(scope: RequestScope, status: number): void {
+    if (scope.finished) return;
+    scope.finished = true;
+    const durationMs = performance.now() - scope.startMs;
+    const route = scope.route?.prefix ?? "none";
+    const cls = scope.className || "none";
+    this.metrics.requests.inc({ route, class: cls, code: status });
+    this.metrics.requestDuration.observe({ route, class: cls }, durationMs / 1000);
+    logAccess(this.logger, scope, status, durationMs);
+  }
+
+  private crash(err: unknown, res: ScopedResponse, scope: RequestScope): void {
+    this.logger.error({ err, reqId: scope.requestId }, "request pipeline failed");
+    if (!res.headersSent) this.respond(res, scope, "bad_gateway");
+    else res.destroy();
+  }
+}
+
+function nothing(): null {
+  return null;
+}
+
+function ignoreSocketError(): void {}
+
+function onResponseClose(this: ScopedResponse): void {
+  const scope = this[SCOPE];
+  if (scope?.finisher) scope.finisher(scope, this.writableFinished ? this.statusCode : 499);
+}
+
+/** RFC 6750 §3 challenges. */
+function challengeFor(code: ErrorCode, realm: string, scopes: readonly string[] | undefined): string | null {
+  switch (code) {
+    case "auth_required":
+      return `Bearer realm="${realm}"`;
+    case "auth_malformed":
+      return `Bearer realm="${realm}", error="invalid_request"`;
+    case "auth_invalid":
+      return `Bearer realm="${realm}", error="invalid_token"`;
+    case "auth_insufficient_scope":
+      return `Bearer realm="${realm}", error="insufficient_scope", scope="${(scopes ?? []).join(" ")}"`;
+    default:
+      return null;
+  }
+}
+
+/** SPEC §5, §6: headers the upstream receives. */
+function prepareUpstreamRequest(
+  req: ScopedRequest,
+  scope: RequestScope,
+  info: TokenInfo,
+  rt: Runtime,
+  forwardPath: string,
+  search: string,
+): void {
+  const h = req.headers;
+  stripHopByHop(h, h.upgrade !== undefined && req.method === "GET");
+  for (const name of CLIENT_AUTH_HEADERS) if (h[name] !== undefined) delete h[name];
+  if (info.sub !== undefined) h["x-auth-subject"] = info.sub;
+  if (info.clientId !== undefined) h["x-auth-client-id"] = info.clientId;
+  if (info.scope.length > 0) h["x-auth-scope"] = info.scope.join(" ");
+  if (!rt.config.auth.forward_authorization) delete h.authorization;
+  h["x-request-id"] = scope.requestId;
+  setForwardedHeaders(req, rt.config.trust_proxy);
+  const route = scope.route!;
+  let path = forwardPath;
+  if (route.stripPrefix && route.prefix !== "/") path = path.slice(route.prefix.replace(/\/$/, "").length) || "/";
+  req.url = path + search;
+}

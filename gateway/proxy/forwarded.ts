@@ -1,0 +1,59 @@
+/**
+ * Request and response header hygiene of a proxy: hop-by-hop removal (RFC 9110 §7.6.1), the
+ * client IP behind `trust_proxy` hops, and `X-Forwarded-For/-Proto/-Host`.
+ */
+import type { IncomingHttpHeaders, IncomingMessage } from "node:http";
+
+/** Hop-by-hop fields of RFC 9110 §7.6.1 plus the legacy `proxy-connection` and `keep-alive`. */
+const HOP_BY_HOP = ["connection", "keep-alive", "proxy-connection", "te", "trailer", "upgrade", "proxy-authorization"];
+
+/**
+ * Removes hop-by-hop fields in place, including every field the `Connection` header names.
+ * `transfer-encoding` is left to Node, which re-frames the body on each hop.
+ * @param keepUpgrade - keep `connection`/`upgrade` (WebSocket handshakes)
+ */
+export function stripHopByHop(headers: IncomingHttpHeaders, keepUpgrade = false): void {
+  const connection = headers.connection;
+  if (connection !== undefined && !keepUpgrade) {
+    for (const name of connection.split(",")) {
+      const n = name.trim().toLowerCase();
+      if (n !== "" && n !== "close" && n !== "keep-alive") delete headers[n];
+    }
+  }
+  for (const h of HOP_BY_HOP) {
+    if (keepUpgrade && (h === "connection" || h === "upgrade")) continue;
+    if (headers[h] !== undefined) delete headers[h];
+  }
+}
+
+/**
+ * The client address (SPEC §3): the socket peer, or with `trustProxy` N > 0 the entry N hops from
+ * the right of `X-Forwarded-For` + peer (the Express `trust proxy` count semantics).
+ */
+export function clientIp(req: IncomingMessage, trustProxy: number): string {
+  const peer = req.socket.remoteAddress ?? "unknown";
+  if (trustProxy === 0) return peer;
+  const xff = req.headers["x-forwarded-for"];
+  if (typeof xff !== "string") return peer;
+  const hops = xff.split(",");
+  const idx = hops.length - trustProxy; // hops[length] would be the peer itself
+  const picked = idx >= 0 ? hops[idx] : hops[0];
+  const ip = picked?.trim();
+  return ip === undefined || ip === "" ? peer : ip;
+}
+
+/**
+ * Sets `X-Forwarded-For` (appending the peer), `-Proto` and `-Host` on the outgoing headers.
+ * Client-sent `-Proto`/`-Host` are kept only when `trustProxy` > 0.
+ */
+export function setForwardedHeaders(req: IncomingMessage, trustProxy: number): void {
+  const h = req.headers;
+  const peer = req.socket.remoteAddress ?? "";
+  const xff = h["x-forwarded-for"];
+  h["x-forwarded-for"] = xff === undefined ? peer : `${xff}, ${peer}`;
+  if (trustProxy === 0 || h["x-forwarded-proto"] === undefined) h["x-forwarded-proto"] = "http";
+  if (trustProxy === 0 || h["x-forwarded-host"] === undefined) {
+    if (h.host !== undefined) h["x-forwarded-host"] = h.host;
+    else delete h["x-forwarded-host"];
+  }
+}

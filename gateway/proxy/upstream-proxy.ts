@@ -1,0 +1,131 @@
+/**
+ * One upstream behind the http-proxy API (http-proxy-3): a ProxyServer and a keep-alive agent per
+ * upstream, connect and response timeouts, response-header decoration in `proxyRes` (editing
+ * `proxyRes.headers`, since upstream headers would overwrite earlier `setHeader` calls), and
+ * WebSocket upgrades whose 101 carries the gateway's headers (`proxyReqWs`).
+ *
+ * Event handlers are hoisted: they find the request's scope on `req`/`res` under {@link SCOPE}.
+ */
+import http, { type ClientRequest, type IncomingHttpHeaders, type IncomingMessage } from "node:http";
+import type { Socket } from "node:net";
+import { performance } from "node:perf_hooks";
+import { ProxyServer } from "http-proxy-3";
+import type { GatewayConfig } from "../config/schema.js";
+import type { UpstreamErrorReason } from "../observability/metrics.js";
+import { SCOPE, type RequestScope, type ScopedRequest, type ScopedResponse } from "../scope.js";
+import { stripHopByHop } from "./forwarded.js";
+
+/** Callbacks into the pipeline, the one place outcomes become responses. */
+export interface ProxyHooks {
+  /** Adds the gateway's headers to the upstream's response headers (in place). */
+  decorate(headers: IncomingHttpHeaders, scope: RequestScope): void;
+  /** The upstream failed before a response started (`res` is still writable) or after (it is not). */
+  upstreamError(req: ScopedRequest, res: ScopedResponse | Socket, reason: UpstreamErrorReason): void;
+  /** Upstream response headers arrived after `upstreamMs`. */
+  upstreamResponded(scope: RequestScope, upstream: string): void;
+}
+
+type UpstreamConfig = GatewayConfig["upstreams"][string];
+
+const TIMEOUT = "EUPSTREAMTIMEOUT";
+const CONNECT_TIMEOUT = "EUPSTREAMCONNECTTIMEOUT";
+const CONNECT_CODES = new Set(["ECONNREFUSED", "ENOTFOUND", "EHOSTUNREACH", "ENETUNREACH", "EAI_AGAIN", CONNECT_TIMEOUT]);
+
+/** A proxied upstream. */
+export class UpstreamProxy {
+  readonly name: string;
+  private readonly proxy: ProxyServer;
+  private readonly agent: http.Agent;
+
+  /**
+   * @param name - the upstream's config name (metrics label)
+   * @param cfg - `upstreams.<name>`: url, timeout_ms (response, ms), connect_timeout_ms (ms), max_sockets, keep_alive_ms
+   */
+  constructor(name: string, cfg: UpstreamConfig, hooks: ProxyHooks) {
+    this.name = name;
+    this.agent = new http.Agent({
+      keepAlive: true,
+      maxSockets: cfg.max_sockets,
+      maxFreeSockets: Math.min(cfg.max_sockets, 64),
+      timeout: cfg.keep_alive_ms,
+      scheduling: "lifo",
+    });
+    this.proxy = new ProxyServer({
+      target: cfg.url,
+      agent: this.agent,
+      xfwd: false,
+      ws: true,
+      prependPath: true,
+    });
+    const timeoutMs = cfg.timeout_ms;
+    const connectTimeoutMs = cfg.connect_timeout_ms;
+    this.proxy.on("proxyReq", (proxyReq: ClientRequest, req: IncomingMessage, _res, _opts, socket: Socket) => {
+      proxyReq.setTimeout(timeoutMs, onResponseTimeout);
+      if (socket.connecting) armConnectTimer(proxyReq, socket, connectTimeoutMs);
+      const scope = (req as ScopedRequest)[SCOPE];
+      if (scope !== undefined) scope.upstreamStartMs = performance.now();
+    });
+    this.proxy.on("proxyRes", (proxyRes: IncomingMessage, req: IncomingMessage) => {
+      const scope = (req as ScopedRequest)[SCOPE];
+      if (scope === undefined) return;
+      scope.upstreamMs = performance.now() - scope.upstreamStartMs;
+      hooks.upstreamResponded(scope, name);
+      stripHopByHop(proxyRes.headers);
+      hooks.decorate(proxyRes.headers, scope);
+    });
+    this.proxy.on("proxyReqWs", (proxyReq: ClientRequest, req: IncomingMessage, socket: Socket) => {
+      if (socket.connecting) armConnectTimer(proxyReq, socket, connectTimeoutMs);
+      proxyReq.setTimeout(timeoutMs, onResponseTimeout);
+      proxyReq.once("upgrade", (proxyRes: IncomingMessage, proxySocket: Socket) => {
+        proxyReq.setTimeout(0);
+        proxySocket.setTimeout(0);
+        const scope = (req as ScopedRequest)[SCOPE];
+        if (scope !== undefined) hooks.decorate(proxyRes.headers, scope);
+      });
+    });
+    this.proxy.on("error", (err: NodeJS.ErrnoException, req: IncomingMessage, res: ScopedResponse | Socket) => {
+      hooks.upstreamError(req as ScopedRequest, res, reasonOf(err));
+    });
+    // A client abort during the upstream exchange: nothing to answer, http-proxy destroys the request.
+    this.proxy.on("econnreset", () => {});
+  }
+
+  /** Forwards an HTTP request; `req.url` must already hold the path to send. */
+  web(req: ScopedRequest, res: ScopedResponse): void {
+    this.proxy.web(req, res);
+  }
+
+  /** Forwards a WebSocket handshake and then pipes both ways. */
+  ws(req: ScopedRequest, socket: Socket, head: Buffer): void {
+    this.proxy.ws(req, socket, head);
+  }
+
+  /** Closes pooled sockets. */
+  close(): void {
+    this.agent.destroy();
+  }
+}
+
+function reasonOf(err: NodeJS.ErrnoException): UpstreamErrorReason {
+  if (err.code === TIMEOUT) return "timeout";
+  if (err.code !== undefined && CONNECT_CODES.has(err.code)) return "connect";
+  return "reset";
+}
+
+function onResponseTimeout(this: ClientRequest): void {
+  const err: NodeJS.ErrnoException = new Error("upstream timed out");
+  err.code = TIMEOUT;
+  this.destroy(err);
+}
+
+/** Only new connections pay for this timer; pooled keep-alive sockets are already connected. */
+function armConnectTimer(proxyReq: ClientRequest, socket: Socket, ms: number): void {
+  const timer = setTimeout(() => {
+    const err: NodeJS.ErrnoException = new Error("upstream connect timed out");
+    err.code = CONNECT_TIMEOUT;
+    proxyReq.destroy(err);
+  }, ms);
+  timer.unref();
+  socket.once("connect", () => clearTimeout(timer));
+  socket.once("close", () => clearTimeout(timer));
+}

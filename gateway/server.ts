@@ -1,0 +1,157 @@
+/**
+ * A gateway instance: the API listener, the admin listener, its registry and its runtime.
+ * Many instances can live in one process (tests): nothing here is a module singleton.
+ */
+import http, { type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import type { Logger } from "pino";
+import { Registry } from "prom-client";
+import { createAdminServer } from "./admin.js";
+import { systemClock, type Clock } from "./clock.js";
+import { loadConfig, type LoadedConfig } from "./config/load.js";
+import { createLogger } from "./observability/logger.js";
+import { createMetrics, type GatewayMetrics } from "./observability/metrics.js";
+import { Pipeline } from "./pipeline.js";
+import { buildRuntime, releaseRuntime } from "./runtime.js";
+import { VERSION } from "./version.js";
+
+/** Options of {@link createGateway}. */
+export interface GatewayOptions {
+  /** Defaults to the system clock. */
+  clock?: Clock;
+  /** Defaults to a pino logger at `log.level` on stdout. */
+  logger?: Logger;
+  /** Defaults to a fresh registry. */
+  registry?: Registry;
+}
+
+/** Bound addresses after {@link Gateway.listen}. */
+export interface GatewayAddresses {
+  apiPort: number;
+  adminPort: number;
+}
+
+/** A running gateway. */
+export interface Gateway {
+  readonly metrics: GatewayMetrics;
+  readonly registry: Registry;
+  readonly logger: Logger;
+  readonly pipeline: Pipeline;
+  /** Binds both listeners (`listen` and `admin` config). */
+  listen(): Promise<GatewayAddresses>;
+  /**
+   * Validates `file` and swaps the runtime atomically; on error the running config stays.
+   * @returns true when the new config is in effect
+   */
+  reload(file: string): Promise<boolean>;
+  /**
+   * Graceful stop: refuse new connections, let in-flight requests finish within `graceMs`
+   * (default `listen.grace_ms`), close idle keep-alive sockets, release Redis and agents.
+   */
+  close(graceMs?: number): Promise<void>;
+}
+
+/**
+ * Builds a gateway from a loaded configuration.
+ * @throws Error when a referenced file (tokens) cannot be loaded
+ */
+export function createGateway(loaded: LoadedConfig, options: GatewayOptions = {}): Gateway {
+  const config = loaded.config;
+  const clock = options.clock ?? systemClock;
+  const logger = options.logger ?? createLogger(config.log.level);
+  const registry = options.registry ?? new Registry();
+  const metrics = createMetrics(registry, VERSION);
+  const pipeline = new Pipeline({ clock, metrics, logger });
+  const deps = { clock, metrics, logger, baseDir: loaded.baseDir };
+  let runtime = buildRuntime(config, deps, pipeline);
+  pipeline.setRuntime(runtime);
+
+  const l = config.listen;
+  const api: Server = http.createServer({
+    headersTimeout: l.headers_timeout_ms,
+    requestTimeout: l.request_timeout_ms,
+    keepAliveTimeout: l.keep_alive_timeout_ms,
+    maxHeaderSize: l.max_header_bytes,
+  });
+  api.on("request", pipeline.handle);
+  api.on("upgrade", pipeline.handleUpgrade);
+  api.on("clientError", onClientError);
+  const admin = createAdminServer({ registry, ready: () => pipeline.current.limiter.ready() });
+
+  const gateway: Gateway = {
+    metrics,
+    registry,
+    logger,
+    pipeline,
+    async listen() {
+      await listenOn(api, l.port, l.host);
+      await listenOn(admin, config.admin.port, config.admin.host);
+      const addresses = {
+        apiPort: (api.address() as AddressInfo).port,
+        adminPort: (admin.address() as AddressInfo).port,
+      };
+      logger.info({ ...addresses, routes: config.routes.length }, "gateway listening");
+      return addresses;
+    },
+    async reload(file) {
+      try {
+        const next = loadConfig(file);
+        const old = runtime;
+        runtime = buildRuntime(next.config, { ...deps, baseDir: next.baseDir }, pipeline, old);
+        pipeline.setRuntime(runtime);
+        // Requests started on the old runtime may still use its agents: release after the grace period.
+        setTimeout(() => void releaseRuntime(old, runtime), next.config.listen.grace_ms).unref();
+        metrics.configReloads.inc({ result: "success" });
+        logger.info({ file }, "configuration reloaded");
+        return true;
+      } catch (err) {
+        metrics.configReloads.inc({ result: "error" });
+        logger.error({ err: { message: (err as Error).message } }, "configuration reload rejected; keeping the running configuration");
+        return false;
+      }
+    },
+    async close(graceMs = runtime.config.listen.grace_ms) {
+      const closed = Promise.all([closeServer(api), closeServer(admin)]);
+      api.closeIdleConnections();
+      const timer = setTimeout(() => api.closeAllConnections(), graceMs);
+      await closed;
+      clearTimeout(timer);
+      await releaseRuntime(runtime);
+      logger.info("gateway stopped");
+      logger.flush();
+    },
+  };
+  return gateway;
+}
+
+function listenOn(server: Server, port: number, host: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(port, host, () => {
+      server.off("error", reject);
+      resolve();
+    });
+  });
+}
+
+function closeServer(server: Server): Promise<void> {
+  return new Promise((resolve) => {
+    if (!server.listening) return resolve();
+    server.close(() => resolve());
+  });
+}
+
+/** Parser-level rejections (bad framing, oversized head): a JSON answer, then close. */
+function onClientError(err: NodeJS.ErrnoException, socket: import("node:stream").Duplex): void {
+  if (!socket.writable) {
+    socket.destroy();
+    return;
+  }
+  const status = err.code === "HPE_HEADER_OVERFLOW" ? 431 : err.code === "ERR_HTTP_REQUEST_TIMEOUT" ? 408 : 400;
+  const message = status === 431 ? "Request header fields too large" : status === 408 ? "Request timeout" : "Bad request";
+  const body = JSON.stringify({ error: { code: status, message } });
+  socket.end(
+    `HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\n` +
+      `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+  );
+}

@@ -16,7 +16,8 @@ export interface AdminOptions {
 export function createAdminServer({ registry, ready }: AdminOptions): Server {
   return http.createServer((req, res) => {
     const path = (req.url ?? "/").split("?")[0];
-    if (req.method !== "GET" && req.method !== "HEAD") return send(res, 405, "text/plain", "method not allowed\n");
+    if (req.method !== "GET" && req.method !== "HEAD")
+      return send(res, 405, "text/plain", "method not allowed\n");
     switch (path) {
       case "/healthz":
         return send(res, 200, "application/json", '{"status":"ok"}');

@@ -11,7 +11,9 @@ const file = process.env.GATEWAY_CONFIG ?? DEFAULT_CONFIG;
 const loaded = loadConfig(file);
 const upstreamUrl = new URL(Object.values(loaded.config.upstreams)[0]!.url);
 const upstream = createDocsUpstream();
-await new Promise<void>((resolve) => upstream.listen(Number(upstreamUrl.port), upstreamUrl.hostname, resolve));
+await new Promise<void>((resolve) =>
+  upstream.listen(Number(upstreamUrl.port), upstreamUrl.hostname, resolve),
+);
 const gateway = createGateway(loaded);
 const { apiPort, adminPort } = await gateway.listen();
 const base = `http://127.0.0.1:${apiPort}`;

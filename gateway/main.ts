@@ -19,7 +19,9 @@ function load(file: string): LoadedConfig | null {
   try {
     return loadConfig(file);
   } catch (err) {
-    console.error(err instanceof ConfigError ? err.message : `cannot load ${file}: ${(err as Error).message}`);
+    console.error(
+      err instanceof ConfigError ? err.message : `cannot load ${file}: ${(err as Error).message}`,
+    );
     return null;
   }
 }
@@ -41,7 +43,8 @@ async function main(argv: string[]): Promise<number> {
     console.log(USAGE);
     return 0;
   }
-  const file = parsed.values.config ?? process.env.GATEWAY_CONFIG ?? (command === "start" ? DEFAULT_CONFIG : undefined);
+  const file =
+    parsed.values.config ?? process.env.GATEWAY_CONFIG ?? (command === "start" ? DEFAULT_CONFIG : undefined);
   if (file === undefined) {
     console.error(`--config FILE is required\n${USAGE}`);
     return 2;

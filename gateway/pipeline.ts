@@ -37,7 +37,7 @@ export interface PipelineDeps {
 
 /** `Retry-After` (s) on a 503 the gateway produces. */
 export const UNAVAILABLE_RETRY_AFTER_S = 5;
-const REQUEST_ID = /^[A-Za-z0-9._:\-]{1,128}$/;
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 const CLIENT_AUTH_HEADERS = ["x-auth-subject", "x-auth-client-id", "x-auth-scope"] as const;
 const JSON_TYPE = "application/json; charset=utf-8";
 
@@ -84,7 +84,9 @@ export class Pipeline implements ProxyHooks {
     res.once("close", onResponseClose);
     res.once("finish", () => socket.end());
     socket.on("error", ignoreSocketError);
-    this.run(this.runtime, req, res, scope, socket, head).catch((err: unknown) => this.crash(err, res, scope));
+    this.run(this.runtime, req, res, scope, socket, head).catch((err: unknown) =>
+      this.crash(err, res, scope),
+    );
   }
 
   private open(req: ScopedRequest): RequestScope {
@@ -193,7 +195,12 @@ export class Pipeline implements ProxyHooks {
   }
 
   /** Counts the call in the anonymous class by client IP, then answers `code` (or 429). */
-  private async rejectAnonymous(rt: Runtime, res: ScopedResponse, scope: RequestScope, code: ErrorCode): Promise<void> {
+  private async rejectAnonymous(
+    rt: Runtime,
+    res: ScopedResponse,
+    scope: RequestScope,
+    code: ErrorCode,
+  ): Promise<void> {
     const decision = await this.consume(rt, res, scope, rt.anonymous, `ip:${scope.clientIp}`);
     if (decision === null) return;
     this.respond(res, scope, decision.allowed ? code : "rate_limited");
@@ -251,7 +258,12 @@ export class Pipeline implements ProxyHooks {
     scope.headers = rateLimitHeaders(decision, policy, ietf);
   }
 
-  private async statusEndpoint(rt: Runtime, res: ScopedResponse, scope: RequestScope, policy: LimitPolicy): Promise<void> {
+  private async statusEndpoint(
+    rt: Runtime,
+    res: ScopedResponse,
+    scope: RequestScope,
+    policy: LimitPolicy,
+  ): Promise<void> {
     const entries = [...rt.policies.values()];
     const decisions = await Promise.all(entries.map((p) => this.decide(rt, scope, p, scope.identity, false)));
     if (decisions.some((d) => d === null)) return this.respond(res, scope, "ratelimit_unavailable");
@@ -400,6 +412,7 @@ function prepareUpstreamRequest(
   setForwardedHeaders(req, rt.config.trust_proxy);
   const route = scope.route!;
   let path = forwardPath;
-  if (route.stripPrefix && route.prefix !== "/") path = path.slice(route.prefix.replace(/\/$/, "").length) || "/";
+  if (route.stripPrefix && route.prefix !== "/")
+    path = path.slice(route.prefix.replace(/\/$/, "").length) || "/";
   req.url = path + search;
 }

@@ -80,8 +80,14 @@ const same = (a: unknown, b: unknown): boolean => JSON.stringify(a) === JSON.str
  * their settings are unchanged.
  * @throws Error when a tokens file cannot be loaded
  */
-export function buildRuntime(config: GatewayConfig, deps: RuntimeDeps, hooks: ProxyHooks, previous?: Runtime): Runtime {
-  const keepCache = previous !== undefined && same(previous.config.auth, config.auth) && config.auth.static === undefined;
+export function buildRuntime(
+  config: GatewayConfig,
+  deps: RuntimeDeps,
+  hooks: ProxyHooks,
+  previous?: Runtime,
+): Runtime {
+  const keepCache =
+    previous !== undefined && same(previous.config.auth, config.auth) && config.auth.static === undefined;
   const keepLimiter =
     previous !== undefined &&
     same(previous.config.rate_limits.store, config.rate_limits.store) &&

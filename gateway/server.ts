@@ -4,6 +4,7 @@
  */
 import http, { type Server } from "node:http";
 import type { AddressInfo } from "node:net";
+import type { Duplex } from "node:stream";
 import type { Logger } from "pino";
 import { Registry } from "prom-client";
 import { createAdminServer } from "./admin.js";
@@ -106,7 +107,10 @@ export function createGateway(loaded: LoadedConfig, options: GatewayOptions = {}
         return true;
       } catch (err) {
         metrics.configReloads.inc({ result: "error" });
-        logger.error({ err: { message: (err as Error).message } }, "configuration reload rejected; keeping the running configuration");
+        logger.error(
+          { err: { message: (err as Error).message } },
+          "configuration reload rejected; keeping the running configuration",
+        );
         return false;
       }
     },
@@ -142,13 +146,15 @@ function closeServer(server: Server): Promise<void> {
 }
 
 /** Parser-level rejections (bad framing, oversized head): a JSON answer, then close. */
-function onClientError(err: NodeJS.ErrnoException, socket: import("node:stream").Duplex): void {
+function onClientError(err: NodeJS.ErrnoException, socket: Duplex): void {
   if (!socket.writable) {
     socket.destroy();
     return;
   }
-  const status = err.code === "HPE_HEADER_OVERFLOW" ? 431 : err.code === "ERR_HTTP_REQUEST_TIMEOUT" ? 408 : 400;
-  const message = status === 431 ? "Request header fields too large" : status === 408 ? "Request timeout" : "Bad request";
+  const status =
+    err.code === "HPE_HEADER_OVERFLOW" ? 431 : err.code === "ERR_HTTP_REQUEST_TIMEOUT" ? 408 : 400;
+  const message =
+    status === 431 ? "Request header fields too large" : status === 408 ? "Request timeout" : "Bad request";
   const body = JSON.stringify({ error: { code: status, message } });
   socket.end(
     `HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\n` +

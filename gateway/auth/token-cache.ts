@@ -131,7 +131,11 @@ export class TokenCache {
     const entry = await this.#lru.fetch(hash, { context: token, forceRefresh: true });
     if (entry === undefined) return { status: "unavailable" };
     const then = this.#clock.nowMs();
-    return this.#answer(entry, then, entry.kind === "active" && then >= entry.freshUntilMs ? "stale" : "miss");
+    return this.#answer(
+      entry,
+      then,
+      entry.kind === "active" && then >= entry.freshUntilMs ? "stale" : "miss",
+    );
   }
 
   /** Drops every entry and closes the source. */

@@ -11,14 +11,25 @@ export function describeConfig(config: GatewayConfig): string {
   }
   lines.push("limit classes (first match wins):");
   for (const [name, c] of Object.entries(config.rate_limits.classes)) {
-    const match = [c.match.methods?.join(",") ?? "any method", c.match.paths?.join(" ") ?? "any path"].join(" ");
+    const match = [c.match.methods?.join(",") ?? "any method", c.match.paths?.join(" ") ?? "any path"].join(
+      " ",
+    );
     const windows = c.windows.map((w) => `${w.limit}/${w.window_s}s`).join(" + ");
-    lines.push(`  ${name.padEnd(12)} ${windows.padEnd(20)} ${c.algorithm}${c.mode === "shadow" ? " (shadow)" : ""}  match: ${match}`);
+    lines.push(
+      `  ${name.padEnd(12)} ${windows.padEnd(20)} ${c.algorithm}${c.mode === "shadow" ? " (shadow)" : ""}  match: ${match}`,
+    );
   }
   const anon = config.rate_limits.anonymous.windows.map((w) => `${w.limit}/${w.window_s}s`).join(" + ");
   lines.push(`  ${"anonymous".padEnd(12)} ${anon.padEnd(20)} by client IP`);
   const redis = config.rate_limits.store.redis;
-  const store = redis === undefined ? "memory" : redis.cluster ? "redis cluster" : redis.sentinels ? "redis sentinel" : "redis";
+  const store =
+    redis === undefined
+      ? "memory"
+      : redis.cluster
+        ? "redis cluster"
+        : redis.sentinels
+          ? "redis sentinel"
+          : "redis";
   lines.push(`store: ${store}, failure_mode: ${config.rate_limits.failure_mode}`);
   lines.push(`auth: ${config.auth.introspection ? "introspection" : "static tokens"}`);
   return lines.join("\n");

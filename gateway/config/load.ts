@@ -25,7 +25,9 @@ export class ConfigError extends Error {
     super(
       `invalid configuration ${source}:\n` +
         problems
-          .map((p) => `  ${p.path || "(root)"}: ${p.message}${p.line ? ` (line ${p.line}, col ${p.col})` : ""}`)
+          .map(
+            (p) => `  ${p.path || "(root)"}: ${p.message}${p.line ? ` (line ${p.line}, col ${p.col})` : ""}`,
+          )
           .join("\n"),
     );
     this.name = "ConfigError";
@@ -51,7 +53,12 @@ export function formatPath(segments: readonly PropertyKey[]): string {
 
 const ENV_REF = /\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}/g;
 
-function interpolate(value: unknown, env: NodeJS.ProcessEnv, at: PropertyKey[], problems: ConfigProblem[]): unknown {
+function interpolate(
+  value: unknown,
+  env: NodeJS.ProcessEnv,
+  at: PropertyKey[],
+  problems: ConfigProblem[],
+): unknown {
   if (typeof value === "string") {
     return value.replace(ENV_REF, (_m, name: string, fallback: string | undefined) => {
       const v = env[name];
@@ -93,7 +100,11 @@ export function deepFreeze<T>(value: T): T {
  * @returns the frozen configuration
  * @throws ConfigError listing every problem
  */
-export function parseConfig(text: string, source = "<inline>", env: NodeJS.ProcessEnv = process.env): GatewayConfig {
+export function parseConfig(
+  text: string,
+  source = "<inline>",
+  env: NodeJS.ProcessEnv = process.env,
+): GatewayConfig {
   const lineCounter = new LineCounter();
   const doc = parseDocument(text, { lineCounter, uniqueKeys: true, prettyErrors: false });
   if (doc.errors.length > 0) {

@@ -18,11 +18,9 @@ const listenerSchema = (defaultPort: number) =>
     port: port.default(defaultPort).describe("TCP port; 0 picks a free one (tests)."),
   });
 
-const httpUrl = z
-  .string()
-  .refine((s) => URL.canParse(s) && /^https?:$/.test(new URL(s).protocol), {
-    error: "expected an http:// or https:// URL",
-  });
+const httpUrl = z.string().refine((s) => URL.canParse(s) && /^https?:$/.test(new URL(s).protocol), {
+  error: "expected an http:// or https:// URL",
+});
 
 const upstreamSchema = z.strictObject({
   url: httpUrl.describe("Base URL of the upstream; the request path is appended to its path."),
@@ -72,7 +70,9 @@ const staticSchema = z.strictObject({
   tokens_file: z
     .string()
     .min(1)
-    .describe("YAML mapping of token (or sha256:<hex>) to introspection fields; relative to the config file."),
+    .describe(
+      "YAML mapping of token (or sha256:<hex>) to introspection fields; relative to the config file.",
+    ),
   cache: cacheSchema.prefault({}),
 });
 
@@ -186,7 +186,9 @@ const listenSchema = listenerSchema(8080).extend({
   request_timeout_ms: positiveInt
     .default(300_000)
     .describe("Time a client has to send its whole request (ms); 0 disables."),
-  keep_alive_timeout_ms: positiveInt.default(5_000).describe("Idle keep-alive client sockets close after (ms)."),
+  keep_alive_timeout_ms: positiveInt
+    .default(5_000)
+    .describe("Idle keep-alive client sockets close after (ms)."),
   max_header_bytes: positiveInt.default(16_384).describe("Largest request head accepted (bytes); 431 above."),
 });
 

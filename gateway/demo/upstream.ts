@@ -12,14 +12,18 @@ export function createDocsUpstream(): Server {
     const url = new URL(req.url ?? "/", "http://upstream");
     const send = (status: number, body: unknown) => {
       const text = JSON.stringify(body);
-      res.writeHead(status, { "content-type": "application/json", "content-length": Buffer.byteLength(text) });
+      res.writeHead(status, {
+        "content-type": "application/json",
+        "content-length": Buffer.byteLength(text),
+      });
       res.end(text);
     };
     if (req.method === "GET" && url.pathname === "/v1/user") {
       res.writeHead(200, { "content-type": "application/json", "content-length": Buffer.byteLength(USER) });
       return res.end(USER);
     }
-    if (req.method === "GET" && url.pathname === "/v1/spaces") return send(200, [{ key: "handbook" }, { key: "api-docs" }]);
+    if (req.method === "GET" && url.pathname === "/v1/spaces")
+      return send(200, [{ key: "handbook" }, { key: "api-docs" }]);
     if (req.method === "GET" && url.pathname === "/v1/search") {
       return send(200, { query: url.searchParams.get("q") ?? "", results: [] });
     }
@@ -28,7 +32,12 @@ export function createDocsUpstream(): Server {
       let size = 0;
       req.on("data", (chunk: Buffer) => (size += chunk.length));
       req.on("end", () =>
-        send(201, { space: page[1], created: true, bytes: size, author: req.headers["x-auth-subject"] ?? null }),
+        send(201, {
+          space: page[1],
+          created: true,
+          bytes: size,
+          author: req.headers["x-auth-subject"] ?? null,
+        }),
       );
       return;
     }

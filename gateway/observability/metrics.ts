@@ -14,7 +14,14 @@ const FAST_BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025
 /** `gateway_ratelimit_decisions_total` outcome label. */
 export type DecisionOutcome = "allowed" | "limited" | "shadow_limited" | "degraded";
 /** `gateway_auth_results_total` result label. */
-export type AuthResult = "valid" | "missing" | "malformed" | "invalid" | "insufficient_scope" | "unavailable" | "limited";
+export type AuthResult =
+  | "valid"
+  | "missing"
+  | "malformed"
+  | "invalid"
+  | "insufficient_scope"
+  | "unavailable"
+  | "limited";
 /** `gateway_token_cache_lookups_total` result label. */
 export type CacheLookup = "hit" | "miss" | "negative" | "stale";
 /** `gateway_upstream_errors_total` reason label. */

@@ -5,7 +5,15 @@
 import type { IncomingHttpHeaders, IncomingMessage } from "node:http";
 
 /** Hop-by-hop fields of RFC 9110 §7.6.1 plus the legacy `proxy-connection` and `keep-alive`. */
-const HOP_BY_HOP = ["connection", "keep-alive", "proxy-connection", "te", "trailer", "upgrade", "proxy-authorization"];
+const HOP_BY_HOP = [
+  "connection",
+  "keep-alive",
+  "proxy-connection",
+  "te",
+  "trailer",
+  "upgrade",
+  "proxy-authorization",
+];
 
 /**
  * Removes hop-by-hop fields in place, including every field the `Connection` header names.

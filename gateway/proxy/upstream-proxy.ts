@@ -29,7 +29,14 @@ type UpstreamConfig = GatewayConfig["upstreams"][string];
 
 const TIMEOUT = "EUPSTREAMTIMEOUT";
 const CONNECT_TIMEOUT = "EUPSTREAMCONNECTTIMEOUT";
-const CONNECT_CODES = new Set(["ECONNREFUSED", "ENOTFOUND", "EHOSTUNREACH", "ENETUNREACH", "EAI_AGAIN", CONNECT_TIMEOUT]);
+const CONNECT_CODES = new Set([
+  "ECONNREFUSED",
+  "ENOTFOUND",
+  "EHOSTUNREACH",
+  "ENETUNREACH",
+  "EAI_AGAIN",
+  CONNECT_TIMEOUT,
+]);
 
 /** A proxied upstream. */
 export class UpstreamProxy {
@@ -59,18 +66,23 @@ export class UpstreamProxy {
     });
     const timeoutMs = cfg.timeout_ms;
     const connectTimeoutMs = cfg.connect_timeout_ms;
-    this.proxy.on("proxyReq", (proxyReq: ClientRequest, req: IncomingMessage, _res, _opts, socket: Socket) => {
-      proxyReq.setTimeout(timeoutMs, onResponseTimeout);
-      if (socket.connecting) armConnectTimer(proxyReq, socket, connectTimeoutMs);
-      const scope = (req as ScopedRequest)[SCOPE];
-      if (scope !== undefined) scope.upstreamStartMs = performance.now();
-    });
-    this.proxy.on("proxyRes", (proxyRes: IncomingMessage, req: IncomingMessage) => {
+    this.proxy.on(
+      "proxyReq",
+      (proxyReq: ClientRequest, req: IncomingMessage, _res, _opts, socket: Socket) => {
+        proxyReq.setTimeout(timeoutMs, onResponseTimeout);
+        if (socket.connecting) armConnectTimer(proxyReq, socket, connectTimeoutMs);
+        const scope = (req as ScopedRequest)[SCOPE];
+        if (scope !== undefined) scope.upstreamStartMs = performance.now();
+      },
+    );
+    this.proxy.on("proxyRes", (proxyRes: IncomingMessage, req: IncomingMessage, res: ScopedResponse) => {
       const scope = (req as ScopedRequest)[SCOPE];
       if (scope === undefined) return;
       scope.upstreamMs = performance.now() - scope.upstreamStartMs;
       hooks.upstreamResponded(scope, name);
       stripHopByHop(proxyRes.headers);
+      // The client's own Connection header was stripped before forwarding; answer by its connection.
+      proxyRes.headers.connection = res.shouldKeepAlive ? "keep-alive" : "close";
       hooks.decorate(proxyRes.headers, scope);
     });
     this.proxy.on("proxyReqWs", (proxyReq: ClientRequest, req: IncomingMessage, socket: Socket) => {
@@ -83,9 +95,12 @@ export class UpstreamProxy {
         if (scope !== undefined) hooks.decorate(proxyRes.headers, scope);
       });
     });
-    this.proxy.on("error", (err: NodeJS.ErrnoException, req: IncomingMessage, res: ScopedResponse | Socket) => {
-      hooks.upstreamError(req as ScopedRequest, res, reasonOf(err));
-    });
+    this.proxy.on(
+      "error",
+      (err: NodeJS.ErrnoException, req: IncomingMessage, res: ScopedResponse | Socket) => {
+        hooks.upstreamError(req as ScopedRequest, res, reasonOf(err));
+      },
+    );
     // A client abort during the upstream exchange: nothing to answer, http-proxy destroys the request.
     this.proxy.on("econnreset", () => {});
   }

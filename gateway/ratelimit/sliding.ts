@@ -51,14 +51,24 @@ export function counterFreeAt(s: CounterState, nowMs: number, windowMs: number, 
 }
 
 /** Decides one `sliding_window` window for a call of weight 1 (state must be rolled to now). */
-export function counterVerdict(s: CounterState, nowMs: number, windowMs: number, limit: number): WindowVerdict {
+export function counterVerdict(
+  s: CounterState,
+  nowMs: number,
+  windowMs: number,
+  limit: number,
+): WindowVerdict {
   const estimate = s.prev * (1 - (nowMs - s.startMs) / windowMs) + s.curr;
   if (estimate + 1 <= limit) {
     const after = estimate + 1;
     return {
       fits: true,
       remaining: Math.max(0, Math.floor(limit - after)),
-      resetAtMs: counterFreeAt({ startMs: s.startMs, prev: s.prev, curr: s.curr + 1 }, nowMs, windowMs, after - 1),
+      resetAtMs: counterFreeAt(
+        { startMs: s.startMs, prev: s.prev, curr: s.curr + 1 },
+        nowMs,
+        windowMs,
+        after - 1,
+      ),
     };
   }
   return { fits: false, remaining: 0, resetAtMs: counterFreeAt(s, nowMs, windowMs, limit - 1) };
@@ -97,7 +107,11 @@ export function pickReported(verdicts: readonly WindowVerdict[], allowed: boolea
       continue;
     }
     const b = verdicts[best]!;
-    if (allowed ? v.remaining < b.remaining || (v.remaining === b.remaining && v.resetAtMs > b.resetAtMs) : v.resetAtMs > b.resetAtMs) {
+    if (
+      allowed
+        ? v.remaining < b.remaining || (v.remaining === b.remaining && v.resetAtMs > b.resetAtMs)
+        : v.resetAtMs > b.resetAtMs
+    ) {
       best = i;
     }
   }

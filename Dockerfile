@@ -1,0 +1,46 @@
+# syntax=docker/dockerfile:1
+#
+# API gateway container (SPEC §9, README "Deploying").
+#   docker build -t api-gateway .
+#   docker run --rm -p 8080:8080 -p 9090:9090 \
+#     -v "$PWD/gateway.yaml:/etc/gateway/gateway.yaml:ro" -e INTROSPECTION_CLIENT_SECRET=... api-gateway
+#
+# Two stages: `build` has the dev dependencies and compiles TypeScript to dist/; the runtime stage
+# has only the production dependencies, the compiled output and the example configs, and runs as the
+# unprivileged `node` user (uid 1000) that the official image provides.
+# test/unit/deployment-artifacts.test.ts checks the points the deployment relies on.
+
+ARG NODE_IMAGE=node:22-bookworm-slim
+
+FROM ${NODE_IMAGE} AS build
+WORKDIR /app
+COPY package.json package-lock.json .npmrc ./
+# --ignore-scripts: `prepare` runs the build, which needs the sources copied below.
+RUN npm ci --ignore-scripts
+COPY . .
+RUN npm run build \
+ && mkdir -p /etc/gateway \
+ && if [ -f config/gateway.example.yaml ]; then cp config/gateway.example.yaml /etc/gateway/gateway.yaml; fi
+
+FROM ${NODE_IMAGE} AS runtime
+ENV NODE_ENV=production \
+    GATEWAY_CONFIG=/etc/gateway/gateway.yaml
+WORKDIR /app
+COPY package.json package-lock.json .npmrc ./
+# --ignore-scripts: `prepare` would run tsc, which is a dev dependency and not installed here.
+RUN npm ci --omit=dev --ignore-scripts \
+ && npm cache clean --force
+COPY --from=build /app/dist ./dist
+COPY --from=build /app/config ./config
+# Default configuration (the example, when present); mount your own file or a ConfigMap over it.
+COPY --from=build /etc/gateway /etc/gateway
+
+USER node
+# 8080: API listener (`listen`); 9090: admin listener (`admin`: /metrics, /healthz, /readyz).
+EXPOSE 8080 9090
+# slim images have no curl: ask node. /healthz answers while the process is alive (SPEC §8).
+HEALTHCHECK --interval=10s --timeout=3s --start-period=10s --retries=3 \
+  CMD ["node", "-e", "fetch('http://127.0.0.1:9090/healthz',{signal:AbortSignal.timeout(2000)}).then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
+# The gateway drains on SIGTERM within listen.grace_ms, then exits 0.
+STOPSIGNAL SIGTERM
+CMD ["node", "dist/gateway/main.js", "start", "--config", "/etc/gateway/gateway.yaml"]

@@ -106,13 +106,18 @@ export function parseConfig(
   env: NodeJS.ProcessEnv = process.env,
 ): GatewayConfig {
   const lineCounter = new LineCounter();
-  const doc = parseDocument(text, { lineCounter, uniqueKeys: true, prettyErrors: false });
+  const doc = parseDocument(text, { lineCounter, uniqueKeys: true, prettyErrors: true });
   if (doc.errors.length > 0) {
     throw new ConfigError(
       source,
       doc.errors.map((e) => {
         const pos = e.linePos?.[0];
-        return { path: "", message: `YAML: ${e.message.split("\n")[0]}`, line: pos?.line, col: pos?.col };
+        return {
+          path: "",
+          message: `YAML: ${e.message.split("\n")[0]!.replace(/ at line \d+, column \d+:?$/, "")}`,
+          line: pos?.line,
+          col: pos?.col,
+        };
       }),
     );
   }
@@ -120,7 +125,12 @@ export function parseConfig(
   const raw = interpolate(doc.toJS(), env, [], problems);
   const result = gatewayConfigSchema.safeParse(raw ?? {});
   if (!result.success) {
-    for (const issue of result.error.issues) problems.push(toProblem(issue, raw));
+    // A missing ${VAR} already explains the empty value the schema then rejects.
+    const envPaths = new Set(problems.map((p) => p.path));
+    for (const issue of result.error.issues) {
+      const problem = toProblem(issue, raw);
+      if (!envPaths.has(problem.path)) problems.push(problem);
+    }
   }
   for (const p of problems) {
     const node = doc.getIn(p.path === "" ? [] : pathSegments(p.path), true);
@@ -163,9 +173,13 @@ function toProblem(issue: z.core.$ZodIssue, raw: unknown): ConfigProblem {
   }
   const received = valueAt(raw, segments);
   const message =
-    issue.code === "invalid_type" && received === undefined
-      ? "required"
-      : `${issue.message}, received ${describeValue(received)}`;
+    received === undefined
+      ? issue.code === "invalid_type"
+        ? "required"
+        : issue.message
+      : issue.code === "custom" && typeof received === "object"
+        ? issue.message
+        : `${issue.message}, received ${describeValue(received)}`;
   return { path: formatPath(segments), message };
 }
 

@@ -8,9 +8,16 @@
  */
 import { z } from "zod";
 
-const positiveInt = z.int().positive({ error: "expected a positive integer" });
-const nonNegativeInt = z.int().nonnegative({ error: "expected a non-negative integer" });
-const port = z.int().min(0).max(65535, { error: "expected a port number (0-65535)" });
+const positiveInt = z
+  .int({ error: "expected a positive integer" })
+  .positive({ error: "expected a positive integer" });
+const nonNegativeInt = z
+  .int({ error: "expected a non-negative integer" })
+  .nonnegative({ error: "expected a non-negative integer" });
+const port = z
+  .int({ error: "expected a port number (0-65535)" })
+  .min(0, { error: "expected a port number (0-65535)" })
+  .max(65535, { error: "expected a port number (0-65535)" });
 
 const listenerSchema = (defaultPort: number) =>
   z.strictObject({

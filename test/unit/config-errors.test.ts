@@ -1,0 +1,147 @@
+/**
+ * Configuration validation (SPEC §7): every problem reported at once, by key path, with the value
+ * received and its YAML position. Fixtures are named after the failure they cause.
+ */
+import { spawnSync } from "node:child_process";
+import path from "node:path";
+import { describe, expect, it } from "vitest";
+import { ConfigError, loadConfig, parseConfig } from "../../gateway/config/load.js";
+import { FIXTURES } from "../helpers/gateway.js";
+
+const fixture = (name: string) => path.join(FIXTURES, "config", name);
+
+function problemsOf(name: string, env: NodeJS.ProcessEnv = {}): string[] {
+  try {
+    loadConfig(fixture(name), env);
+  } catch (err) {
+    expect(err).toBeInstanceOf(ConfigError);
+    return (err as ConfigError).problems.map(
+      (p) => `${p.path}: ${p.message}${p.line ? ` @${p.line}:${p.col}` : ""}`,
+    );
+  }
+  throw new Error(`${name} was accepted`);
+}
+
+describe("configuration errors name the key path", () => {
+  it("bad_limit_not_integer", () => {
+    expect(problemsOf("bad_limit_not_integer.yaml")).toEqual([
+      "rate_limits.classes.read.windows[0].limit: expected a positive integer, received 1.5 @9:32",
+    ]);
+  });
+
+  it("unknown_upstream", () => {
+    expect(problemsOf("unknown_upstream.yaml")).toEqual([
+      'routes[0].upstream: unknown upstream "dcos" (known: docs), received "dcos" @4:30',
+    ]);
+  });
+
+  it("unknown_key", () => {
+    expect(problemsOf("unknown_key.yaml")).toEqual(['upstreams.docs: unknown key "timeout" @2:9']);
+  });
+
+  it("missing_env_secret names the variable, not a secondary schema error", () => {
+    expect(problemsOf("missing_env_secret.yaml")).toEqual([
+      "auth.introspection.client_secret: environment variable GATEWAY_TEST_UNSET_SECRET is not set @9:20",
+    ]);
+  });
+
+  it("missing_env_secret is fine once the variable is set, and the secret is interpolated", () => {
+    const { config } = loadConfig(fixture("missing_env_secret.yaml"), {
+      GATEWAY_TEST_UNSET_SECRET: "s3cret",
+    });
+    expect(config.auth.introspection?.client_secret).toBe("s3cret");
+  });
+
+  it("both_auth_sources", () => {
+    expect(problemsOf("both_auth_sources.yaml")).toEqual([
+      "auth: expected exactly one of `introspection` or `static` @6:3",
+    ]);
+  });
+
+  it("redis_sentinel_without_name", () => {
+    expect(problemsOf("redis_sentinel_without_name.yaml")).toEqual([
+      "rate_limits.store.redis.name: required with `sentinels`",
+    ]);
+  });
+
+  it("invalid_yaml_syntax", () => {
+    expect(problemsOf("invalid_yaml_syntax.yaml")).toEqual([
+      ": YAML: Flow map in block collection must be sufficiently indented and end with a } @3:1",
+    ]);
+  });
+
+  it("several_problems are all reported at once", () => {
+    expect(problemsOf("several_problems.yaml")).toEqual([
+      "listen.port: expected a port number (0-65535), received 99999 @1:17",
+      'upstreams.docs.url: expected an http:// or https:// URL, received "ftp://files.example.com" @3:16',
+      'routes[0].prefix: expected a path prefix starting with /, received "v1" @5:15',
+      'rate_limits.failure_mode: Invalid option: expected one of "open"|"closed", received "sometimes" @9:17',
+      "rate_limits.classes.read.windows: expected at least one window, received [] @11:22",
+      "rate_limits.classes.write.windows[0].limit: expected a positive integer, received 0 @12:61",
+    ]);
+  });
+});
+
+describe("a valid configuration", () => {
+  it("gets the documented defaults and is deeply frozen", () => {
+    const { config } = loadConfig(fixture("valid_minimal.yaml"), {});
+    expect(config.listen).toMatchObject({ host: "0.0.0.0", port: 8080, grace_ms: 10_000 });
+    expect(config.admin).toEqual({ host: "0.0.0.0", port: 9090 });
+    expect(config.rate_limits).toMatchObject({
+      failure_mode: "open",
+      expected_replicas: 1,
+      status_path: "/rate_limit",
+    });
+    expect(config.rate_limits.classes.read).toMatchObject({ algorithm: "sliding_window", mode: "enforce" });
+    expect(config.upstreams.docs).toMatchObject({ timeout_ms: 30_000 });
+    expect(config.auth.realm).toBe("api");
+    expect(Object.isFrozen(config.rate_limits.classes.read.windows[0])).toBe(true);
+    expect(() => {
+      (config.listen as { port: number }).port = 1;
+    }).toThrow(TypeError);
+  });
+
+  it("upper-cases methods and supports ${VAR:-default}", () => {
+    const config = parseConfig(
+      [
+        "upstreams: { docs: { url: 'http://${UP_HOST:-127.0.0.1}:3000' } }",
+        "routes: [{ prefix: /v1, upstream: docs }]",
+        "auth: { static: { tokens_file: t.yaml } }",
+        "rate_limits: { classes: { write: { match: { methods: [post] }, windows: [{ limit: 1, window_s: 1 }] } } }",
+      ].join("\n"),
+      "inline",
+      {},
+    );
+    expect(config.upstreams.docs!.url).toBe("http://127.0.0.1:3000");
+    expect(config.rate_limits.classes.write!.match.methods).toEqual(["POST"]);
+  });
+
+  it("the shipped example and demo configurations are valid", () => {
+    for (const file of ["gateway.example.yaml", "demo.yaml"]) {
+      expect(() =>
+        loadConfig(path.join(FIXTURES, "..", "..", "config", file), { INTROSPECTION_CLIENT_SECRET: "x" }),
+      ).not.toThrow();
+    }
+  });
+});
+
+describe("gateway check", () => {
+  const run = (file: string) =>
+    spawnSync(process.execPath, ["--import", "tsx", "gateway/main.ts", "check", "--config", file], {
+      encoding: "utf8",
+      env: { ...process.env },
+    });
+
+  it("prints routes and classes of a valid file and exits 0", () => {
+    const r = run(fixture("valid_minimal.yaml"));
+    expect(r.status).toBe(0);
+    expect(r.stdout).toContain("/v1");
+    expect(r.stdout).toMatch(/read\s+10\/1s/);
+  });
+
+  it("exits 1 listing every problem", () => {
+    const r = run(fixture("several_problems.yaml"));
+    expect(r.status).toBe(1);
+    expect(r.stderr.match(/^ {2}\S/gm)?.length).toBe(6);
+  });
+});

@@ -47,6 +47,8 @@ export class Pipeline implements ProxyHooks {
   private readonly clock: Clock;
   private readonly metrics: GatewayMetrics;
   private readonly logger: Logger;
+  /** Token lookups in flight per anonymous key (brute-force guard). */
+  private readonly pendingLookups = new Map<string, number>();
 
   constructor({ clock, metrics, logger }: PipelineDeps) {
     this.clock = clock;
@@ -98,6 +100,7 @@ export class Pipeline implements ProxyHooks {
     );
     scope.finisher = this.finish;
     req[SCOPE] = scope;
+    this.metrics.inflight.inc();
     return scope;
   }
 
@@ -124,16 +127,15 @@ export class Pipeline implements ProxyHooks {
     scope.token = info;
     // A token without sub/client_id is its own identity (by hash, never the token).
     scope.identity = identityOf(info) ?? `token:${scope.tokenHash.slice(0, 32)}`;
+    // Counted once per authenticated call, whatever follows (429, 503, /rate_limit included).
+    const scoped = route === null || hasScopes(info, route.scopes);
+    this.metrics.authResults.inc({ result: scoped ? "valid" : "insufficient_scope" });
     if (route === null) return this.statusEndpoint(rt, res, scope, policy);
 
     const decision = await this.consume(rt, res, scope, policy, scope.identity);
     if (decision === null) return;
     if (!decision.allowed && policy.mode === "enforce") return this.respond(res, scope, "rate_limited");
-    if (!hasScopes(info, route.scopes)) {
-      this.metrics.authResults.inc({ result: "insufficient_scope" });
-      return this.respond(res, scope, "auth_insufficient_scope");
-    }
-    this.metrics.authResults.inc({ result: "valid" });
+    if (!scoped) return this.respond(res, scope, "auth_insufficient_scope");
 
     const proxy = rt.proxies.get(route.upstream)!;
     prepareUpstreamRequest(req, scope, info, rt, target.forwardPath, target.search);
@@ -171,27 +173,39 @@ export class Pipeline implements ProxyHooks {
       case "miss":
         break;
     }
-    // Brute-force guard: an IP whose anonymous budget is spent gets no introspection call.
-    const guard = await this.decide(rt, scope, rt.anonymous, `ip:${scope.clientIp}`, false);
-    if (guard !== null && !guard.allowed) {
+    // Brute-force guard: an IP whose anonymous budget is spent gets no introspection call. The peek
+    // cannot see lookups still in flight (each may become a counted 401), so they are subtracted:
+    // a concurrent flood of fresh tokens makes at most `remaining` introspection calls.
+    const ipKey = `ip:${scope.clientIp}`;
+    const guard = await this.decide(rt, scope, rt.anonymous, ipKey, false);
+    const pending = this.pendingLookups.get(ipKey) ?? 0;
+    if (guard !== null && (!guard.allowed || guard.remaining <= pending)) {
       this.metrics.authResults.inc({ result: "limited" });
-      this.useDecision(rt, scope, rt.anonymous, guard);
+      this.useDecision(rt, scope, rt.anonymous, { ...guard, allowed: false, remaining: 0 });
       this.respond(res, scope, "rate_limited");
       return null;
     }
-    const looked = await rt.tokenCache.fetch(outcome.token, outcome.hash);
-    if (looked.status === "active" && isUsable(looked.info, this.clock.nowMs() / 1000)) {
-      scope.tokenHash = outcome.hash;
-      return looked.info;
+    this.pendingLookups.set(ipKey, pending + 1);
+    try {
+      const looked = await rt.tokenCache.fetch(outcome.token, outcome.hash);
+      if (looked.status === "active" && isUsable(looked.info, this.clock.nowMs() / 1000)) {
+        scope.tokenHash = outcome.hash;
+        return looked.info;
+      }
+      if (looked.status === "unavailable") {
+        this.metrics.authResults.inc({ result: "unavailable" });
+        if (guard !== null) this.useDecision(rt, scope, rt.anonymous, guard);
+        this.respond(res, scope, "auth_unavailable");
+        return null;
+      }
+      this.metrics.authResults.inc({ result: "invalid" });
+      // Still pending until counted, so a concurrent peek never sees the budget without this call.
+      return await this.rejectAnonymous(rt, res, scope, "auth_invalid").then(nothing);
+    } finally {
+      const left = this.pendingLookups.get(ipKey)! - 1;
+      if (left === 0) this.pendingLookups.delete(ipKey);
+      else this.pendingLookups.set(ipKey, left);
     }
-    if (looked.status === "unavailable") {
-      this.metrics.authResults.inc({ result: "unavailable" });
-      if (guard !== null) this.useDecision(rt, scope, rt.anonymous, guard);
-      this.respond(res, scope, "auth_unavailable");
-      return null;
-    }
-    this.metrics.authResults.inc({ result: "invalid" });
-    return this.rejectAnonymous(rt, res, scope, "auth_invalid").then(nothing);
   }
 
   /** Counts the call in the anonymous class by client IP, then answers `code` (or 429). */
@@ -217,6 +231,7 @@ export class Pipeline implements ProxyHooks {
     const decision = await this.decide(rt, scope, policy, key, true);
     if (decision === null) {
       scope.className = policy.name;
+      scope.policy = policy;
       this.respond(res, scope, "ratelimit_unavailable");
       return null;
     }
@@ -350,6 +365,7 @@ export class Pipeline implements ProxyHooks {
   private finish(scope: RequestScope, status: number): void {
     if (scope.finished) return;
     scope.finished = true;
+    this.metrics.inflight.dec();
     const durationMs = performance.now() - scope.startMs;
     const route = scope.route?.prefix ?? "none";
     const cls = scope.className || "none";

@@ -6,14 +6,18 @@ import type { Logger } from "pino";
 import type { Clock } from "../clock.js";
 import type { GatewayConfig } from "../config/schema.js";
 import type { GatewayMetrics } from "../observability/metrics.js";
+import { FailoverLimiter } from "./failover.js";
 import type { Limiter } from "./limiter.js";
 import { MemoryStore } from "./memory-store.js";
+import { RedisStore } from "./redis-store.js";
 
 /** Dependencies of {@link createLimiter}. */
 export interface LimiterDeps {
   clock: Clock;
   metrics: GatewayMetrics;
   logger: Logger;
+  /** Time between Redis probes during an outage (ms). @default 1000 */
+  probeIntervalMs?: number;
 }
 
 /** A limiter plus its readiness (for `/readyz`). */
@@ -25,9 +29,28 @@ export interface LimiterHandle {
 
 /**
  * @param config - the validated configuration
- * @returns the limiter; the caller closes it
+ * @returns the limiter; the caller closes it (which also closes the Redis connection)
  */
 export function createLimiter(config: GatewayConfig, deps: LimiterDeps): LimiterHandle {
-  const memory = new MemoryStore({ clock: deps.clock, maxKeys: config.rate_limits.memory.max_keys });
-  return { limiter: memory, ready: () => true };
+  const rl = config.rate_limits;
+  const redis = rl.store.redis;
+  if (redis === undefined) {
+    const memory = new MemoryStore({ clock: deps.clock, maxKeys: rl.memory.max_keys });
+    return { limiter: memory, ready: () => true };
+  }
+  const failover = new FailoverLimiter({
+    primary: new RedisStore({ redis, logger: deps.logger }),
+    // Each replica enforces ceil(limit / expected_replicas) while Redis is down.
+    fallback: new MemoryStore({
+      clock: deps.clock,
+      maxKeys: rl.memory.max_keys,
+      limitDivisor: rl.expected_replicas,
+    }),
+    failureMode: rl.failure_mode,
+    metrics: deps.metrics,
+    logger: deps.logger,
+    ...(deps.probeIntervalMs === undefined ? {} : { probeIntervalMs: deps.probeIntervalMs }),
+  });
+  const open = rl.failure_mode === "open";
+  return { limiter: failover, ready: () => open || failover.healthy };
 }

@@ -95,7 +95,7 @@ describe("a valid configuration", () => {
     expect(config.rate_limits.classes.read).toMatchObject({ algorithm: "sliding_window", mode: "enforce" });
     expect(config.upstreams.docs).toMatchObject({ timeout_ms: 30_000 });
     expect(config.auth.realm).toBe("api");
-    expect(Object.isFrozen(config.rate_limits.classes.read.windows[0])).toBe(true);
+    expect(Object.isFrozen(config.rate_limits.classes.read!.windows[0])).toBe(true);
     expect(() => {
       (config.listen as { port: number }).port = 1;
     }).toThrow(TypeError);

@@ -1,0 +1,88 @@
+--[[
+sliding_log: the exact sliding log (one sorted-set entry per admitted call) over every window of one
+limit class in a single atomic call. Mirrors gateway/ratelimit/sliding.ts (logVerdict,
+pickReported) so the Redis and memory stores decide alike. Time is Redis TIME (ms), never the
+caller's clock; Redis 7 replicates scripts by effects, so reading TIME before writing is allowed.
+
+KEYS[i]       <prefix>:{<identity>}:<class>:<window_s>:log, one per window (i = 1..n), a sorted set:
+              score = admission time (epoch ms), member = ARGV[2] (unique per call, so calls in
+              the same millisecond or microsecond, from one gateway or many, never collapse into
+              one entry). Entries at or before now - W are trimmed when counting; the key
+              expires W after the last admitted call.
+ARGV[1]       "1": count the call if admitted; "0": peek (nothing is written, for GET /rate_limit)
+ARGV[2]       nonce: a random tag per store instance (48 bits) + a per-instance call counter; short,
+              because it is stored once per admitted call
+ARGV[2i+1]    limit of window i (calls)
+ARGV[2i+2]    length W of window i (ms)
+
+Reply: { allowed (1|0), limit, remaining, reset_at_ms, now_ms } for the reported window: when
+admitted, the window with the fewest remaining calls (ties: later reset); when rejected, the
+non-fitting window that frees capacity last. When peeking, remaining is what is left now, not after
+one more call.
+]]
+
+-- Redis 6.2: opt in to effects replication (a no-op on 7, where it is the only mode).
+if redis.replicate_commands then redis.replicate_commands() end
+
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local count = ARGV[1] == '1'
+local n = #KEYS
+
+-- Score of the entry at `offset` among those inside the window (ascending).
+local function score_at(key, cutoff, offset)
+  local r = redis.call('ZRANGE', key, '(' .. cutoff, '+inf', 'BYSCORE', 'LIMIT', offset, 1, 'WITHSCORES')
+  return tonumber(r[2])
+end
+
+local fits, rems, resets = {}, {}, {}
+local allowed = true
+for i = 1, n do
+  local limit = tonumber(ARGV[2 * i + 1])
+  local w = tonumber(ARGV[2 * i + 2])
+  local cutoff = now - w
+  local size
+  if count then
+    redis.call('ZREMRANGEBYSCORE', KEYS[i], '-inf', cutoff)
+    size = redis.call('ZCARD', KEYS[i])
+  else
+    size = redis.call('ZCOUNT', KEYS[i], '(' .. cutoff, '+inf')
+  end
+  -- logVerdict
+  if size < limit then
+    fits[i] = true
+    rems[i] = limit - size - 1
+    if size > 0 then resets[i] = score_at(KEYS[i], cutoff, 0) + w else resets[i] = now + w end
+  else
+    fits[i] = false
+    rems[i] = 0
+    resets[i] = score_at(KEYS[i], cutoff, size - limit) + w
+    allowed = false
+  end
+end
+
+if allowed and count then
+  for i = 1, n do
+    redis.call('ZADD', KEYS[i], now, ARGV[2])
+    redis.call('PEXPIRE', KEYS[i], tonumber(ARGV[2 * i + 2]))
+  end
+end
+
+-- pickReported
+local best = 0
+for i = 1, n do
+  if allowed or not fits[i] then
+    if best == 0 then
+      best = i
+    elseif allowed then
+      if rems[i] < rems[best] or (rems[i] == rems[best] and resets[i] > resets[best]) then best = i end
+    elseif resets[i] > resets[best] then
+      best = i
+    end
+  end
+end
+
+local limit = tonumber(ARGV[2 * best + 1])
+local remaining = rems[best]
+if allowed and not count then remaining = math.min(limit, remaining + 1) end
+return { allowed and 1 or 0, limit, remaining, resets[best], now }

@@ -1,0 +1,97 @@
+--[[
+sliding_window: Cloudflare's weighted two-counter estimate, `prev * (1 - elapsed/W) + curr`, over
+every window of one limit class in a single atomic call. Mirrors gateway/ratelimit/sliding.ts
+(rollCounter, counterVerdict, counterFreeAt, pickReported) operation for operation, so the Redis and
+memory stores decide alike. Time is Redis TIME (ms), never the caller's clock; Redis 7 replicates
+scripts by effects, so reading TIME before writing is allowed.
+
+KEYS[i]       <prefix>:{<identity>}:<class>:<window_s>, one per window (i = 1..n), a hash:
+              s = start of the current fixed window (epoch ms, a multiple of W),
+              p = calls counted in the previous fixed window, c = in the current one.
+              Written only when a call is admitted (and not peeking); expires 2*W after that write,
+              since the previous window's counter is read for one more window.
+ARGV[1]       "1": count the call if admitted; "0": peek (nothing is written, for GET /rate_limit)
+ARGV[2]       unused here (the sliding_log nonce; kept so both scripts share one argument layout)
+ARGV[2i+1]    limit of window i (calls)
+ARGV[2i+2]    length W of window i (ms)
+
+Reply: { allowed (1|0), limit, remaining, reset_at_ms, now_ms } for the reported window: when
+admitted, the window with the fewest remaining calls (ties: later reset); when rejected, the
+non-fitting window that frees capacity last. When peeking, remaining is what is left now, not after
+one more call.
+]]
+
+-- Redis 6.2: opt in to effects replication (a no-op on 7, where it is the only mode).
+if redis.replicate_commands then redis.replicate_commands() end
+
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local count = ARGV[1] == '1'
+local n = #KEYS
+
+-- Earliest time the estimate drops to `target` or below with no new calls (counterFreeAt).
+local function free_at(s, p, c, w, target)
+  if p * (1 - (now - s) / w) + c <= target then return now end
+  if c <= target and p > 0 then
+    return math.max(now, s + math.ceil(w * (1 - (target - c) / p)))
+  end
+  return s + w + math.ceil(w * (1 - target / c))
+end
+
+local starts, prevs, currs, fits, rems, resets = {}, {}, {}, {}, {}, {}
+local allowed = true
+for i = 1, n do
+  local limit = tonumber(ARGV[2 * i + 1])
+  local w = tonumber(ARGV[2 * i + 2])
+  local h = redis.call('HMGET', KEYS[i], 's', 'p', 'c')
+  local s = tonumber(h[1] or '0') or 0
+  local p = tonumber(h[2] or '0') or 0
+  local c = tonumber(h[3] or '0') or 0
+  -- rollCounter
+  local start = now - (now % w)
+  if start ~= s then
+    if start - s == w then p = c else p = 0 end
+    c = 0
+    s = start
+  end
+  starts[i], prevs[i], currs[i] = s, p, c
+  -- counterVerdict
+  local estimate = p * (1 - (now - s) / w) + c
+  if estimate + 1 <= limit then
+    local after = estimate + 1
+    fits[i] = true
+    rems[i] = math.max(0, math.floor(limit - after))
+    resets[i] = free_at(s, p, c + 1, w, after - 1)
+  else
+    fits[i] = false
+    rems[i] = 0
+    resets[i] = free_at(s, p, c, w, limit - 1)
+    allowed = false
+  end
+end
+
+if allowed and count then
+  for i = 1, n do
+    redis.call('HSET', KEYS[i], 's', starts[i], 'p', prevs[i], 'c', currs[i] + 1)
+    redis.call('PEXPIRE', KEYS[i], 2 * tonumber(ARGV[2 * i + 2]))
+  end
+end
+
+-- pickReported
+local best = 0
+for i = 1, n do
+  if allowed or not fits[i] then
+    if best == 0 then
+      best = i
+    elseif allowed then
+      if rems[i] < rems[best] or (rems[i] == rems[best] and resets[i] > resets[best]) then best = i end
+    elseif resets[i] > resets[best] then
+      best = i
+    end
+  end
+end
+
+local limit = tonumber(ARGV[2 * best + 1])
+local remaining = rems[best]
+if allowed and not count then remaining = math.min(limit, remaining + 1) end
+return { allowed and 1 or 0, limit, remaining, resets[best], now }

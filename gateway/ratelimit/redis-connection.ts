@@ -1,0 +1,84 @@
+/**
+ * Opens the ioredis client a `rate_limits.store.redis` block asks for (SPEC §7): a standalone URL,
+ * Sentinel (`sentinels` + `name`) or Cluster (`cluster`). Every deployment gets the same bounded hot
+ * path: no offline queue (a call made while disconnected fails at once instead of piling up), a
+ * command timeout, few retries per request, and reconnection with capped exponential backoff.
+ * Options follow ioredis 5 (`RedisOptions`, `ClusterOptions`, `SentinelConnectionOptions`).
+ */
+import { Redis, Cluster, type ClusterOptions, type RedisOptions } from "ioredis";
+import type { RedisConfig } from "../config/schema.js";
+
+/** The client a store talks to: a single connection (standalone or Sentinel) or a cluster. */
+export type RedisClient = Redis | Cluster;
+
+/** Longest pause between reconnection attempts (ms). */
+const MAX_BACKOFF_MS = 1000;
+
+/**
+ * Reconnection delay: 50 ms doubling per attempt, capped at {@link MAX_BACKOFF_MS}.
+ * @param attempt - 1 for the first retry
+ * @returns the delay (ms); never null, so the client keeps trying for as long as it lives
+ */
+export function backoffMs(attempt: number): number {
+  return Math.min(50 * 2 ** Math.min(attempt, 10), MAX_BACKOFF_MS);
+}
+
+/** `redis://[user:password@]host[:port]` → host, port and optional credentials. */
+function parseAddress(url: string, defaultPort: number): { host: string; port: number; password?: string } {
+  const u = new URL(url);
+  const host = u.hostname.replace(/^\[(.*)\]$/, "$1");
+  const port = u.port === "" ? defaultPort : Number(u.port);
+  return u.password === "" ? { host, port } : { host, port, password: decodeURIComponent(u.password) };
+}
+
+/**
+ * Creates (and starts connecting) the client for `cfg`.
+ * @param cfg - the validated `rate_limits.store.redis` block
+ * @returns an ioredis `Redis` (standalone, Sentinel) or `Cluster`; the caller must attach an
+ *   `error` listener and eventually `disconnect()` it
+ */
+export function openRedis(cfg: RedisConfig): RedisClient {
+  const common: RedisOptions = {
+    commandTimeout: cfg.command_timeout_ms,
+    // Connecting is slower than a command but must stay bounded too.
+    connectTimeout: Math.max(1000, cfg.command_timeout_ms * 10),
+    maxRetriesPerRequest: 1,
+    enableOfflineQueue: false,
+    retryStrategy: backoffMs,
+    // A demoted primary answers writes with READONLY: reconnect (Sentinel then resolves the new
+    // primary); the failed call itself is answered by the failover wrapper.
+    reconnectOnError: (err) => err.message.startsWith("READONLY"),
+  };
+  if (cfg.password !== undefined) common.password = cfg.password;
+
+  if (cfg.cluster !== undefined) {
+    const nodes = cfg.cluster.map((u) => parseAddress(u, 6379));
+    const password = cfg.password ?? nodes.find((n) => n.password !== undefined)?.password;
+    const { retryStrategy: _r, enableOfflineQueue: _q, ...nodeOptions } = common;
+    const options: ClusterOptions = {
+      enableOfflineQueue: false,
+      clusterRetryStrategy: backoffMs,
+      slotsRefreshTimeout: Math.max(1000, cfg.command_timeout_ms * 10),
+      redisOptions: password === undefined ? nodeOptions : { ...nodeOptions, password },
+    };
+    return new Cluster(
+      nodes.map(({ host, port }) => ({ host, port })),
+      options,
+    );
+  }
+  if (cfg.sentinels !== undefined) {
+    const sentinels = cfg.sentinels.map((u) => parseAddress(u, 26379));
+    const sentinelPassword = sentinels.find((s) => s.password !== undefined)?.password;
+    return new Redis({
+      ...common,
+      sentinels: sentinels.map(({ host, port }) => ({ host, port })),
+      name: cfg.name,
+      ...(sentinelPassword === undefined ? {} : { sentinelPassword }),
+      sentinelRetryStrategy: backoffMs,
+      sentinelCommandTimeout: Math.max(1000, cfg.command_timeout_ms * 10),
+      // Subscribe to +switch-master so a failover is followed without waiting for an error.
+      failoverDetector: true,
+    });
+  }
+  return new Redis(cfg.url ?? "redis://127.0.0.1:6379", common);
+}

@@ -1,0 +1,187 @@
+/**
+ * Redis store (SPEC §4): one `EVALSHA` per call of a Lua script covering every window of the class
+ * (`lua/sliding_window.lua`, `lua/sliding_log.lua`), so replicas sharing Redis enforce one limit
+ * together. Time is Redis `TIME`, keys carry a hash tag per identity (one Cluster slot per call),
+ * and every failure — connection, timeout, script error — rejects with {@link LimitStoreError}.
+ */
+import { randomBytes } from "node:crypto";
+import { readFileSync } from "node:fs";
+import type { Logger } from "pino";
+import type { RedisConfig } from "../config/schema.js";
+import { LimitStoreError, type Decision, type Limiter, type LimitPolicy } from "./limiter.js";
+import { openRedis, type RedisClient } from "./redis-connection.js";
+
+/** A script registered with `defineCommand` (variable key count: `numKeys` first). */
+type ScriptCommand = (numKeys: number, ...keysAndArgs: (string | number)[]) => Promise<unknown>;
+
+/** The commands {@link RedisStore} defines on its client. */
+interface ScriptCommands {
+  rlSlidingWindow: ScriptCommand;
+  rlSlidingLog: ScriptCommand;
+}
+
+/** Per-policy argument plan, built once per policy object. */
+interface Plan {
+  /** `:<class>:<window_s>` per window (`:log` appended for sliding_log). */
+  keySuffixes: string[];
+  /** `limit, windowMs` pairs (ARGV[3..]). */
+  windowArgs: number[];
+}
+
+const scriptSources = new Map<string, string>();
+
+/** Reads `lua/<name>.lua` next to this module (the build copies them to `dist/`). */
+function luaSource(name: string): string {
+  let src = scriptSources.get(name);
+  if (src === undefined) {
+    src = readFileSync(new URL(`./lua/${name}.lua`, import.meta.url), "utf8");
+    scriptSources.set(name, src);
+  }
+  return src;
+}
+
+/** Options of {@link RedisStore}. */
+export interface RedisStoreOptions {
+  /** The validated `rate_limits.store.redis` block. */
+  redis: RedisConfig;
+  /** Connection errors are logged here at `debug`; outages are reported by the failover wrapper. */
+  logger?: Logger;
+}
+
+/** The Redis {@link Limiter}. */
+export class RedisStore implements Limiter {
+  /** The ioredis client (exposed for tests and diagnostics). */
+  readonly client: RedisClient;
+  private readonly scripts: ScriptCommands;
+  private readonly prefix: string;
+  private readonly timeoutMs: number;
+  private readonly plans = new WeakMap<LimitPolicy, Plan>();
+  /** Random per-store tag + counter: sliding_log members unique across calls and gateways. */
+  private readonly nonceTag = randomBytes(6).toString("base64url");
+  private seq = 0;
+  private readyWaiter: Promise<void> | undefined;
+
+  constructor({ redis, logger }: RedisStoreOptions) {
+    this.prefix = redis.key_prefix;
+    this.timeoutMs = redis.command_timeout_ms;
+    this.client = openRedis(redis);
+    // Without a listener an `error` event would crash the process.
+    this.client.on("error", (err: Error) => logger?.debug({ err: err.message }, "redis client error"));
+    this.client.defineCommand("rlSlidingWindow", { lua: luaSource("sliding_window") });
+    this.client.defineCommand("rlSlidingLog", { lua: luaSource("sliding_log") });
+    this.scripts = this.client as unknown as ScriptCommands;
+  }
+
+  /** @throws LimitStoreError (as a rejection) when Redis does not answer within the command timeout */
+  consume(key: string, policy: LimitPolicy): Promise<Decision> {
+    return this.run(key, policy, true);
+  }
+
+  /** @throws LimitStoreError (as a rejection) when Redis does not answer within the command timeout */
+  peek(key: string, policy: LimitPolicy): Promise<Decision> {
+    return this.run(key, policy, false);
+  }
+
+  /** Drops the connection at once; calls in flight reject. */
+  close(): Promise<void> {
+    this.client.disconnect();
+    return Promise.resolve();
+  }
+
+  /**
+   * Redis key of one window: `<prefix>:{<identity>}:<class>:<window_s>`, plus `:log` for
+   * sliding_log. The hash tag puts every key of an identity in one Cluster slot.
+   */
+  keyOf(key: string, policy: LimitPolicy, windowIndex: number): string {
+    return `${this.prefix}:{${key}}` + this.plan(policy).keySuffixes[windowIndex]!;
+  }
+
+  private plan(policy: LimitPolicy): Plan {
+    let plan = this.plans.get(policy);
+    if (plan === undefined) {
+      plan = {
+        // Distinct keys per algorithm: switching a class's algorithm on reload must not meet a
+        // key of the other type (WRONGTYPE would fail the class until the old key expired).
+        keySuffixes: policy.windows.map(
+          (w) => `:${policy.name}:${w.windowS}` + (policy.algorithm === "sliding_log" ? ":log" : ""),
+        ),
+        windowArgs: policy.windows.flatMap((w) => [w.limit, w.windowS * 1000]),
+      };
+      this.plans.set(policy, plan);
+    }
+    return plan;
+  }
+
+  private async run(key: string, policy: LimitPolicy, count: boolean): Promise<Decision> {
+    const { keySuffixes, windowArgs } = this.plan(policy);
+    const base = `${this.prefix}:{${key}}`;
+    const keys = keySuffixes.map((s) => base + s);
+    const nonce =
+      policy.algorithm === "sliding_log" && count ? this.nonceTag + (this.seq++).toString(36) : "";
+    const script = policy.algorithm === "sliding_log" ? "rlSlidingLog" : "rlSlidingWindow";
+    let reply: unknown;
+    const deadline = new Deadline(this.timeoutMs);
+    try {
+      // No offline queue: while (re)connecting, wait for `ready` — but never past the deadline.
+      if (this.client.status !== "ready") await deadline.race(this.whenReady());
+      reply = await deadline.race(
+        this.scripts[script](keys.length, ...keys, count ? "1" : "0", nonce, ...windowArgs),
+      );
+    } catch (err) {
+      throw new LimitStoreError(`redis: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+    } finally {
+      deadline.clear();
+    }
+    return toDecision(reply);
+  }
+
+  private whenReady(): Promise<void> {
+    this.readyWaiter ??= new Promise<void>((resolve) =>
+      this.client.once("ready", () => {
+        this.readyWaiter = undefined;
+        resolve();
+      }),
+    );
+    return this.readyWaiter;
+  }
+}
+
+/** One timer bounding a whole call (ready wait + script), whatever the client does internally. */
+class Deadline {
+  private timer: NodeJS.Timeout | undefined;
+  private readonly expired: Promise<never>;
+
+  constructor(ms: number) {
+    this.expired = new Promise<never>((_, reject) => {
+      this.timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
+    });
+    this.expired.catch(() => undefined);
+  }
+
+  race<T>(p: Promise<T>): Promise<T> {
+    return Promise.race([p, this.expired]);
+  }
+
+  clear(): void {
+    clearTimeout(this.timer);
+  }
+}
+
+/**
+ * @param reply - the script's `{ allowed, limit, remaining, reset_at_ms, now_ms }`
+ * @throws LimitStoreError when the reply has another shape
+ */
+function toDecision(reply: unknown): Decision {
+  if (!Array.isArray(reply) || reply.length !== 5 || !reply.every((v) => typeof v === "number")) {
+    throw new LimitStoreError(`redis: unexpected script reply ${JSON.stringify(reply)}`);
+  }
+  const [allowed, limit, remaining, resetAtMs, nowMs] = reply as number[];
+  return {
+    allowed: allowed === 1,
+    limit: limit!,
+    remaining: remaining!,
+    resetAtMs: resetAtMs!,
+    nowMs: nowMs!,
+    degraded: false,
+  };
+}

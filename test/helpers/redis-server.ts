@@ -1,0 +1,195 @@
+/**
+ * Real `redis-server` processes for tests, on free ports in temporary directories, never the
+ * machine's default instance on 6379: a standalone server (stop/start/pause for outage tests), a
+ * three-master Cluster and a Sentinel group. Readiness is polled with `redis-cli` under a deadline.
+ */
+import { spawn, execFile, type ChildProcess } from "node:child_process";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { promisify } from "node:util";
+
+const run = promisify(execFile);
+const live = new Set<ChildProcess>();
+process.on("exit", () => {
+  for (const p of live) p.kill("SIGKILL");
+});
+
+/** Resolves with a port nothing listens on (and, with `busOffset`, port + offset free too). */
+export async function freePort(busOffset = 0): Promise<number> {
+  for (;;) {
+    const port = await listenOnce(0);
+    if (busOffset === 0) return port;
+    if (
+      port + busOffset < 65536 &&
+      (await listenOnce(port + busOffset).then(
+        () => true,
+        () => false,
+      ))
+    )
+      return port;
+  }
+}
+
+function listenOnce(port: number): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.once("error", reject);
+    srv.listen(port, "127.0.0.1", () => {
+      const addr = srv.address();
+      srv.close(() => resolve(typeof addr === "object" && addr !== null ? addr.port : port));
+    });
+  });
+}
+
+/** Runs `redis-cli -p <port> <args...>` and returns its stdout (trimmed). */
+export async function cli(port: number, ...args: string[]): Promise<string> {
+  const { stdout } = await run("redis-cli", ["-p", String(port), ...args], { timeout: 5000 });
+  return stdout.trim();
+}
+
+/** Polls `check` every 50 ms until it returns true; throws after `timeoutMs`. */
+export async function waitFor(
+  what: string,
+  check: () => Promise<boolean>,
+  timeoutMs = 10_000,
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    if (await check().catch(() => false)) return;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/** One redis-server process that can be stopped and started again on the same port. */
+export class RedisServer {
+  readonly dir: string;
+  private proc: ChildProcess | undefined;
+
+  private constructor(
+    readonly port: number,
+    private readonly args: string[],
+  ) {
+    this.dir = mkdtempSync(join(tmpdir(), `redis-${port}-`));
+  }
+
+  /** Starts a server on a free port with persistence off. `extraArgs` are redis-server options. */
+  static async start(extraArgs: string[] = [], busOffset = 0): Promise<RedisServer> {
+    const s = new RedisServer(await freePort(busOffset), extraArgs);
+    await s.start();
+    return s;
+  }
+
+  get url(): string {
+    return `redis://127.0.0.1:${this.port}`;
+  }
+
+  /** (Re)starts the process and waits until it answers PING. */
+  async start(): Promise<void> {
+    const args = ["--port", String(this.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"];
+    args.push("--dir", this.dir, "--logfile", join(this.dir, "redis.log"), ...this.args);
+    const proc = spawn("redis-server", args, { stdio: "ignore" });
+    this.proc = proc;
+    live.add(proc);
+    proc.once("exit", () => live.delete(proc));
+    await waitFor(`redis-server on ${this.port}`, async () => (await cli(this.port, "PING")) === "PONG");
+  }
+
+  /** Kills the process (SIGKILL: an abrupt outage) and waits for it to exit. */
+  async stop(): Promise<void> {
+    const proc = this.proc;
+    this.proc = undefined;
+    if (proc === undefined || proc.exitCode !== null) return;
+    const exited = new Promise((r) => proc.once("exit", r));
+    proc.kill("SIGKILL");
+    await exited;
+  }
+
+  /** SIGSTOP: the server keeps its connections but stops answering (a hung Redis). */
+  pause(): void {
+    this.proc?.kill("SIGSTOP");
+  }
+
+  /** SIGCONT after {@link pause}. */
+  resume(): void {
+    this.proc?.kill("SIGCONT");
+  }
+
+  /** Stops the process and removes its directory. */
+  async destroy(): Promise<void> {
+    this.resume();
+    await this.stop();
+    rmSync(this.dir, { recursive: true, force: true });
+  }
+}
+
+/** Three masters, no replicas, created with `redis-cli --cluster create`. */
+export async function startCluster(): Promise<{ nodes: RedisServer[]; destroy(): Promise<void> }> {
+  const nodes = await Promise.all(
+    [0, 1, 2].map(() =>
+      RedisServer.start(["--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf"], 10_000),
+    ),
+  );
+  const addrs = nodes.map((n) => `127.0.0.1:${n.port}`);
+  await run("redis-cli", ["--cluster", "create", ...addrs, "--cluster-replicas", "0", "--cluster-yes"], {
+    timeout: 20_000,
+  });
+  for (const n of nodes) {
+    await waitFor(`cluster state ok on ${n.port}`, async () =>
+      (await cli(n.port, "CLUSTER", "INFO")).includes("cluster_state:ok"),
+    );
+  }
+  return { nodes, destroy: async () => void (await Promise.all(nodes.map((n) => n.destroy()))) };
+}
+
+/** A primary, one replica and one Sentinel monitoring them as `name` (quorum 1, fast timeouts). */
+export async function startSentinel(name = "mymaster"): Promise<{
+  primary: RedisServer;
+  replica: RedisServer;
+  sentinel: { port: number; url: string };
+  destroy(): Promise<void>;
+}> {
+  const primary = await RedisServer.start();
+  const replica = await RedisServer.start(["--replicaof", "127.0.0.1", String(primary.port)]);
+  await waitFor("replica in sync", async () =>
+    (await cli(replica.port, "INFO", "replication")).includes("master_link_status:up"),
+  );
+  const port = await freePort();
+  const dir = mkdtempSync(join(tmpdir(), `sentinel-${port}-`));
+  const conf = join(dir, "sentinel.conf");
+  writeFileSync(
+    conf,
+    [
+      `port ${port}`,
+      "bind 127.0.0.1",
+      `dir ${dir}`,
+      `sentinel monitor ${name} 127.0.0.1 ${primary.port} 1`,
+      `sentinel down-after-milliseconds ${name} 1000`,
+      `sentinel failover-timeout ${name} 3000`,
+      "",
+    ].join("\n"),
+  );
+  const proc = spawn("redis-server", [conf, "--sentinel"], { stdio: "ignore" });
+  live.add(proc);
+  proc.once("exit", () => live.delete(proc));
+  await waitFor("sentinel sees the replica", async () =>
+    (await cli(port, "SENTINEL", "REPLICAS", name)).includes(String(replica.port)),
+  );
+  const sentinel = { port, url: `redis://127.0.0.1:${port}` };
+  return {
+    primary,
+    replica,
+    sentinel,
+    destroy: async () => {
+      if (proc.exitCode === null) {
+        const exited = new Promise((r) => proc.once("exit", r));
+        proc.kill("SIGKILL");
+        await exited;
+      }
+      rmSync(dir, { recursive: true, force: true });
+      await Promise.all([primary.destroy(), replica.destroy()]);
+    },
+  };
+}

@@ -1,0 +1,78 @@
+/**
+ * SPEC §4 on a real three-master Redis Cluster: limits are enforced for identities spread over the
+ * masters, and every key of one identity (all classes, all windows) hashes to one slot, so each
+ * call is one EVALSHA on one node.
+ */
+import { afterAll, beforeAll, expect, it } from "vitest";
+import type { LimitPolicy } from "../../gateway/ratelimit/limiter.js";
+import { RedisStore } from "../../gateway/ratelimit/redis-store.js";
+import { cli, startCluster } from "../helpers/redis-server.js";
+
+let cluster: Awaited<ReturnType<typeof startCluster>>;
+let a: RedisStore;
+let b: RedisStore;
+
+const policies: LimitPolicy[] = [
+  {
+    name: "write",
+    algorithm: "sliding_log",
+    mode: "enforce",
+    windows: [
+      { limit: 20, windowS: 60 },
+      { limit: 100, windowS: 3600 },
+    ],
+  },
+  { name: "read", algorithm: "sliding_window", mode: "enforce", windows: [{ limit: 30, windowS: 3600 }] },
+];
+const identities = Array.from({ length: 12 }, (_, i) => `u:user-${i}`);
+
+beforeAll(async () => {
+  cluster = await startCluster();
+  const redis = {
+    cluster: cluster.nodes.map((n) => n.url),
+    key_prefix: "cl",
+    command_timeout_ms: 5000,
+  };
+  a = new RedisStore({ redis });
+  b = new RedisStore({ redis });
+  await Promise.all(
+    [a, b].map(
+      (s) => new Promise((r) => (s.client.status === "ready" ? r(null) : s.client.once("ready", r))),
+    ),
+  );
+}, 60_000);
+
+afterAll(async () => {
+  await Promise.all([a?.close(), b?.close()]);
+  await cluster?.destroy();
+});
+
+it("enforces each identity's limits across three masters from two stores", async () => {
+  const results = await Promise.all(
+    identities.flatMap((id) =>
+      policies.map(async (p) => {
+        const calls = Array.from({ length: 45 }, (_, i) => (i % 2 === 0 ? a : b).consume(id, p));
+        return (await Promise.all(calls)).filter((d) => d.allowed).length;
+      }),
+    ),
+  );
+  expect(results).toEqual(identities.flatMap(() => [20, 30]));
+});
+
+it("puts every key of one identity in one slot, and identities on every master", async () => {
+  const ports = new Set<number>();
+  for (const id of identities) {
+    const keys = policies.flatMap((p) => p.windows.map((_, i) => a.keyOf(id, p, i)));
+    const slots = new Set(
+      await Promise.all(keys.map((k) => cli(cluster.nodes[0]!.port, "CLUSTER", "KEYSLOT", k))),
+    );
+    expect(slots.size).toBe(1);
+    // the keys live on the master that owns the slot
+    const owner = await Promise.all(
+      cluster.nodes.map(async (n) => ((await cli(n.port, "EXISTS", keys[0]!)) === "1" ? n.port : 0)),
+    );
+    expect(owner.filter((p) => p !== 0)).toHaveLength(1);
+    ports.add(owner.find((p) => p !== 0)!);
+  }
+  expect(ports.size).toBe(3);
+});

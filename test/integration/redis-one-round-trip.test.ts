@@ -1,0 +1,75 @@
+/**
+ * SPEC §4: one round trip per call — one `EVALSHA` covering every window, whatever the number of
+ * windows, for consume and peek alike. Measured with the server's own `INFO commandstats`.
+ */
+import { Redis } from "ioredis";
+import { afterAll, beforeAll, expect, it } from "vitest";
+import type { LimitPolicy } from "../../gateway/ratelimit/limiter.js";
+import { RedisStore } from "../../gateway/ratelimit/redis-store.js";
+import { RedisServer } from "../helpers/redis-server.js";
+
+let server: RedisServer;
+let store: RedisStore;
+let admin: Redis;
+
+beforeAll(async () => {
+  server = await RedisServer.start();
+  store = new RedisStore({ redis: { url: server.url, key_prefix: "rt", command_timeout_ms: 5000 } });
+  admin = new Redis(server.port, "127.0.0.1");
+});
+
+afterAll(async () => {
+  admin.disconnect();
+  await store.close();
+  await server.destroy();
+});
+
+/** Calls per command from `INFO commandstats` (`cmdstat_evalsha:calls=12,...`). */
+async function commandCalls(): Promise<Map<string, number>> {
+  const info = await admin.info("commandstats");
+  const calls = new Map<string, number>();
+  for (const m of info.matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) calls.set(m[1]!, Number(m[2]));
+  return calls;
+}
+
+const policies: LimitPolicy[] = (["sliding_window", "sliding_log"] as const).map((algorithm) => ({
+  name: algorithm,
+  algorithm,
+  mode: "enforce",
+  windows: [
+    { limit: 10, windowS: 1 },
+    { limit: 50, windowS: 60 },
+    { limit: 1000, windowS: 3600 },
+  ],
+}));
+
+it("sends exactly one EVALSHA per consume or peek, and nothing else", async () => {
+  // Load both scripts first: the very first call of a script is EVALSHA → NOSCRIPT → EVAL.
+  for (const p of policies) await store.consume("u:warmup", p);
+  const before = await commandCalls();
+  let calls = 0;
+  for (const p of policies) {
+    for (let i = 0; i < 30; i++) {
+      await (i % 5 === 0 ? store.peek(`u:${i % 3}`, p) : store.consume(`u:${i % 3}`, p));
+      calls++;
+    }
+  }
+  const after = await commandCalls();
+  const delta = new Map([...after].map(([cmd, n]) => [cmd, n - (before.get(cmd) ?? 0)]));
+  delta.set("info", (delta.get("info") ?? 0) - 1); // our own INFO
+  // commandstats also counts the commands a script runs; everything else must be unchanged
+  const inScripts = new Set([
+    "time",
+    "hmget",
+    "hset",
+    "pexpire",
+    "zremrangebyscore",
+    "zcard",
+    "zcount",
+    "zrange",
+    "zadd",
+  ]);
+  const others = [...delta].filter(([cmd, n]) => cmd !== "evalsha" && !inScripts.has(cmd) && n !== 0);
+  expect(delta.get("evalsha")).toBe(calls);
+  expect(others).toEqual([]);
+});

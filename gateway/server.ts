@@ -8,6 +8,7 @@ import type { Duplex } from "node:stream";
 import type { Logger } from "pino";
 import { Registry } from "prom-client";
 import { createAdminServer } from "./admin.js";
+import { HttpDrain } from "./lifecycle.js";
 import { systemClock, type Clock } from "./clock.js";
 import { loadConfig, type LoadedConfig } from "./config/load.js";
 import { createLogger } from "./observability/logger.js";
@@ -77,6 +78,7 @@ export function createGateway(loaded: LoadedConfig, options: GatewayOptions = {}
   api.on("request", pipeline.handle);
   api.on("upgrade", pipeline.handleUpgrade);
   api.on("clientError", onClientError);
+  const drain = new HttpDrain(api);
   const admin = createAdminServer({ registry, ready: () => pipeline.current.limiter.ready() });
 
   const gateway: Gateway = {
@@ -104,6 +106,7 @@ export function createGateway(loaded: LoadedConfig, options: GatewayOptions = {}
         setTimeout(() => void releaseRuntime(old, runtime), next.config.listen.grace_ms).unref();
         metrics.configReloads.inc({ result: "success" });
         logger.info({ file }, "configuration reloaded");
+        logger.flush(); // rare and operator-facing: do not leave it in the async log buffer
         return true;
       } catch (err) {
         metrics.configReloads.inc({ result: "error" });
@@ -111,15 +114,12 @@ export function createGateway(loaded: LoadedConfig, options: GatewayOptions = {}
           { err: { message: (err as Error).message } },
           "configuration reload rejected; keeping the running configuration",
         );
+        logger.flush();
         return false;
       }
     },
     async close(graceMs = runtime.config.listen.grace_ms) {
-      const closed = Promise.all([closeServer(api), closeServer(admin)]);
-      api.closeIdleConnections();
-      const timer = setTimeout(() => api.closeAllConnections(), graceMs);
-      await closed;
-      clearTimeout(timer);
+      await Promise.all([drain.drain(graceMs), closeServer(admin)]);
       await releaseRuntime(runtime);
       logger.info("gateway stopped");
       logger.flush();

@@ -20,5 +20,6 @@ export function parseBearer(header: string | undefined): BearerParse {
   if (header === undefined) return "missing";
   if (header.length > MAX_TOKEN_LENGTH + 16) return "malformed";
   const m = BEARER.exec(header);
-  return m === null ? "malformed" : { token: m[1]! };
+  // The length check above only bounds the regex's input; the token itself is held to the limit.
+  return m === null || m[1]!.length > MAX_TOKEN_LENGTH ? "malformed" : { token: m[1]! };
 }

@@ -63,7 +63,8 @@ export class TokenCache {
   readonly #negativeTtlMs: number;
   readonly #staleMs: number;
   readonly #count: Record<"hit" | "miss" | "negative" | "stale", { inc(): void }>;
-  #failing = false;
+  /** Clock time the current source outage began (first failed call), or undefined while it answers. */
+  #failingSinceMs: EpochMs | undefined;
 
   constructor(opts: TokenCacheOptions) {
     this.#source = opts.source;
@@ -166,9 +167,10 @@ export class TokenCache {
       return this.#failed(err, old);
     }
     const now = this.#clock.nowMs();
-    if (this.#failing) {
-      this.#failing = false;
-      this.#logger.info("introspection source answers again");
+    if (this.#failingSinceMs !== undefined) {
+      // One line per outage episode, with its duration, when it ends.
+      this.#logger.info({ outageMs: now - this.#failingSinceMs }, "introspection source answers again");
+      this.#failingSinceMs = undefined;
     }
     const expMs = info.exp === undefined ? Infinity : info.exp * 1000;
     if (!info.active || expMs <= now) return { kind: "inactive", freshUntilMs: now + this.#negativeTtlMs };
@@ -184,8 +186,8 @@ export class TokenCache {
 
   #failed(err: unknown, old: Entry | undefined): Entry {
     const now = this.#clock.nowMs();
-    if (!this.#failing) {
-      this.#failing = true;
+    if (this.#failingSinceMs === undefined) {
+      this.#failingSinceMs = now;
       const reason = err instanceof IntrospectionUnavailableError ? err.reason : "error";
       this.#logger.warn(
         { reason, err: err instanceof Error ? err.message : String(err) },

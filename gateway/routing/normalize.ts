@@ -16,6 +16,7 @@ export interface NormalizedTarget {
 
 const DOT_SEGMENT = /(?:^|\/)\.\.?(?:\/|$)/;
 const ENCODED_DOT = /%2e/gi;
+const BACKSLASH = /\\/g;
 
 /**
  * RFC 3986 §5.2.4 remove_dot_segments, for an absolute path.
@@ -41,13 +42,16 @@ export function removeDotSegments(path: string): string {
 /**
  * Splits and normalises an origin-form request target (`/path?query`).
  * @returns the normalised parts, or `null` when the target is not origin-form, has a malformed
- *   percent-encoding or decodes to invalid UTF-8 or a NUL byte
+ *   percent-encoding, a raw backslash, or decodes to invalid UTF-8 or a NUL byte
  */
 export function normalizeTarget(url: string): NormalizedTarget | null {
   if (url.charCodeAt(0) !== 47 /* / */) return null;
   const q = url.indexOf("?");
   const rawPath = q === -1 ? url : url.slice(0, q);
   const search = q === -1 ? "" : url.slice(q);
+  // Not a URI character (RFC 3986 §2), and WHATWG URL parsers (http-proxy's among them) read it as
+  // "/": `/v1/x\..\..\admin` would reach the upstream as `/admin`.
+  if (rawPath.indexOf("\\") !== -1) return null;
   if (rawPath.indexOf("%") === -1) {
     const p = removeDotSegments(rawPath);
     return { matchPath: p, forwardPath: p, search };
@@ -61,6 +65,8 @@ export function normalizeTarget(url: string): NormalizedTarget | null {
     return null;
   }
   if (decoded.indexOf("\0") !== -1) return null;
-  // A decoded %2F may have produced new dot segments; match on the fully resolved form.
+  // A decoded %2F may have produced new dot segments; match on the fully resolved form, reading a
+  // decoded %5C as the separator some upstreams take it for.
+  if (decoded.indexOf("\\") !== -1) decoded = decoded.replace(BACKSLASH, "/");
   return { matchPath: removeDotSegments(decoded), forwardPath, search };
 }

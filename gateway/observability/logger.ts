@@ -8,7 +8,9 @@ import pino, { type Logger, type DestinationStream } from "pino";
 export const REDACT_PATHS = [
   "req.headers.authorization",
   "headers.authorization",
+  "*.headers.authorization",
   "authorization",
+  "*.authorization",
   "token",
   "*.token",
   "client_secret",

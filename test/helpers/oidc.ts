@@ -1,0 +1,136 @@
+/**
+ * A real RFC 7662 authorization server for tests: oidc-provider 9 in-process on 127.0.0.1, with a
+ * client-credentials client `app` (issues tokens) and the gateway's client. It counts the HTTP
+ * requests that reach its introspection endpoint and can be stopped and started again on the same
+ * port (an outage), keeping the tokens it issued.
+ */
+import http from "node:http";
+import type { AddressInfo } from "node:net";
+// @ts-expect-error -- oidc-provider ships no types; the part used here is typed just below.
+import UntypedProvider from "oidc-provider";
+
+/** The slice of oidc-provider 9's `Provider` this helper uses. */
+const Provider = UntypedProvider as new (
+  issuer: string,
+  configuration: Record<string, unknown>,
+) => { callback(): http.RequestListener };
+
+/** Client id the gateway authenticates with (HTTP Basic). */
+export const GATEWAY_CLIENT_ID = "gateway";
+/** Its secret; exercises RFC 6749 §2.3.1 form-encoding before base64. */
+export const GATEWAY_CLIENT_SECRET = "gw secret:+/%&=";
+
+/** A running authorization server. */
+export interface AuthServer {
+  port: number;
+  introspectionUrl: string;
+  /** HTTP requests that reached the introspection endpoint since start. */
+  introspections(): number;
+  /** A real access token from the client_credentials grant (scope: space-separated). */
+  issueToken(scope: string): Promise<string>;
+  /** Closes the listener and every connection: the gateway sees connection refused. */
+  stop(): Promise<void>;
+  /** Listens again on the same port. */
+  start(): Promise<void>;
+  readonly running: boolean;
+}
+
+/** Options of {@link startAuthServer}. */
+export interface AuthServerOptions {
+  /** Lifetime of issued access tokens (s). @default 600 */
+  tokenTtlS?: number;
+  /** Delay before an introspection request is handled (ms): a loaded server. @default 0 */
+  introspectionDelayMs?: number;
+}
+
+/** Starts the server on a free port. */
+export async function startAuthServer(options: AuthServerOptions = {}): Promise<AuthServer> {
+  const { tokenTtlS = 600, introspectionDelayMs = 0 } = options;
+  let introspections = 0;
+  let handle: http.RequestListener = () => {};
+  const server = http.createServer((req, res) => {
+    if (req.url !== "/token/introspection") return handle(req, res);
+    introspections += 1;
+    if (introspectionDelayMs === 0) return handle(req, res);
+    setTimeout(() => handle(req, res), introspectionDelayMs);
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const port = (server.address() as AddressInfo).port;
+  const issuer = `http://127.0.0.1:${port}`;
+  const client = (client_id: string, client_secret: string) => ({
+    client_id,
+    client_secret,
+    grant_types: ["client_credentials"],
+    response_types: [],
+    redirect_uris: [],
+    token_endpoint_auth_method: "client_secret_basic",
+    scope: "read write",
+  });
+  const provider = new Provider(issuer, {
+    clients: [client("app", "app-secret"), client(GATEWAY_CLIENT_ID, GATEWAY_CLIENT_SECRET)],
+    scopes: ["read", "write"],
+    features: {
+      devInteractions: { enabled: false },
+      clientCredentials: { enabled: true },
+      introspection: { enabled: true, allowedPolicy: () => true },
+    },
+    ttl: { ClientCredentials: tokenTtlS },
+    cookies: { keys: ["test-cookie-key"] },
+  });
+  handle = provider.callback();
+  const appBasic = `Basic ${Buffer.from("app:app-secret").toString("base64")}`;
+  let running = true;
+  return {
+    port,
+    introspectionUrl: `${issuer}/token/introspection`,
+    introspections: () => introspections,
+    get running() {
+      return running;
+    },
+    async issueToken(scope) {
+      const res = await fetch(`${issuer}/token`, {
+        method: "POST",
+        headers: { authorization: appBasic, "content-type": "application/x-www-form-urlencoded" },
+        body: new URLSearchParams({ grant_type: "client_credentials", scope }).toString(),
+      });
+      const body = (await res.json()) as { access_token?: string };
+      if (res.status !== 200 || body.access_token === undefined) throw new Error(JSON.stringify(body));
+      return body.access_token;
+    },
+    async stop() {
+      if (!running) return;
+      running = false;
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      server.closeAllConnections();
+      await closed;
+    },
+    async start() {
+      if (running) return;
+      await new Promise<void>((resolve, reject) => {
+        server.once("error", reject);
+        server.listen(port, "127.0.0.1", () => {
+          server.off("error", reject);
+          resolve();
+        });
+      });
+      running = true;
+    },
+  };
+}
+
+/** The `auth` config section for a gateway that introspects against `auth`. */
+export function introspectionAuthConfig(
+  auth: AuthServer,
+  cache: Record<string, number> = {},
+): Record<string, unknown> {
+  return {
+    realm: "api",
+    introspection: {
+      url: auth.introspectionUrl,
+      client_id: GATEWAY_CLIENT_ID,
+      client_secret: GATEWAY_CLIENT_SECRET,
+      timeout_ms: 2000,
+      cache,
+    },
+  };
+}

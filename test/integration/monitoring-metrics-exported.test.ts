@@ -1,0 +1,170 @@
+/**
+ * Every metric the shipped Grafana dashboard and Prometheus alert rules query
+ * (config/monitoring/) is exported by a running gateway: a real gateway with a Redis limit store
+ * and a real RFC 7662 introspection source (oidc-provider) is exercised until its labelled
+ * families have samples, then its admin `/metrics` is scraped. A name counts as exported when the
+ * scrape has its `# TYPE` line (`x_bucket`, `x_sum`, `x_count` resolve to histogram `x`);
+ * monitoring-rules.test.ts checks the same names, labels and values against the registry
+ * statically, this test against what a live process serves.
+ */
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import type { Server } from "node:http";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { parse, stringify } from "yaml";
+import { startGateway, testConfig, type TestGateway } from "../helpers/gateway.js";
+import { closeServer, listen, request } from "../helpers/http.js";
+import { introspectionAuthConfig, startAuthServer, type AuthServer } from "../helpers/oidc.js";
+import { scrape, type Scrape } from "../helpers/prom.js";
+import { RedisServer } from "../helpers/redis-server.js";
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
+const METRIC_NAME = /\b(?:gateway|process|nodejs)_[a-z0-9_]*[a-z0-9]\b/g;
+const SERIES_SUFFIX = /_(bucket|sum|count)$/;
+/** Families that only get samples when something fails that this test leaves healthy. */
+const ONLY_ON_FAILURE = new Set(["gateway_ratelimit_store_errors_total"]);
+
+/** Every PromQL expression in alerts.yaml and the dashboard (panels, annotations, variables). */
+function monitoringExpressions(): { where: string; expr: string }[] {
+  const out: { where: string; expr: string }[] = [];
+  const rules = parse(readFileSync(path.join(ROOT, "config/monitoring/alerts.yaml"), "utf8")) as {
+    groups: { rules: { alert?: string; record?: string; expr: string }[] }[];
+  };
+  for (const r of rules.groups.flatMap((g) => g.rules)) {
+    out.push({ where: `alerts.yaml ${r.alert ?? r.record ?? ""}`, expr: r.expr });
+  }
+  const dashboard: unknown = JSON.parse(
+    readFileSync(path.join(ROOT, "config/monitoring/grafana-dashboard.json"), "utf8"),
+  );
+  const walk = (node: unknown, where: string): void => {
+    if (Array.isArray(node)) return node.forEach((n) => walk(n, where));
+    if (node === null || typeof node !== "object") return;
+    const obj = node as Record<string, unknown>;
+    const here = typeof obj.title === "string" ? `grafana-dashboard.json "${obj.title}"` : where;
+    for (const [key, value] of Object.entries(obj)) {
+      if ((key === "expr" || key === "query" || key === "definition") && typeof value === "string") {
+        out.push({ where: here, expr: value });
+      } else {
+        walk(value, here);
+      }
+    }
+  };
+  walk(dashboard, "grafana-dashboard.json");
+  return out;
+}
+
+/** The exported family a series name belongs to, or undefined. */
+function familyOf(m: Scrape, name: string): string | undefined {
+  if (m.types.has(name)) return name;
+  const suffix = SERIES_SUFFIX.exec(name);
+  if (suffix === null) return undefined;
+  const base = name.slice(0, suffix.index);
+  const type = m.types.get(base);
+  return type === "histogram" || type === "summary" ? base : undefined;
+}
+
+describe("metrics used by config/monitoring, against a running gateway", () => {
+  const dir = mkdtempSync(path.join(tmpdir(), "monitoring-exported-"));
+  let redis: RedisServer;
+  let auth: AuthServer;
+  let upstream: { server: Server; url: string };
+  let gw: TestGateway;
+  let m: Scrape;
+
+  beforeAll(async () => {
+    [redis, auth, upstream] = await Promise.all([
+      RedisServer.start(),
+      startAuthServer(),
+      listen((req, res) => {
+        req.resume();
+        res.writeHead(200).end("ok");
+      }),
+    ]);
+    const dead = await listen(() => {});
+    await closeServer(dead.server);
+    const config = testConfig(upstream.url, {
+      upstreams: { docs: { url: upstream.url }, dead: { url: dead.url, connect_timeout_ms: 500 } },
+      routes: [
+        { prefix: "/v1", upstream: "docs" },
+        { prefix: "/dead", upstream: "dead" },
+      ],
+      auth: introspectionAuthConfig(auth),
+      rate_limits: {
+        store: { redis: { url: redis.url, key_prefix: "monitoring-exported" } },
+        classes: {
+          read: { match: { methods: ["GET"] }, windows: [{ limit: 100, window_s: 3600 }] },
+          write: { windows: [{ limit: 1, window_s: 3600 }] },
+        },
+      },
+    });
+    gw = await startGateway(config);
+    const token = await auth.issueToken("read write");
+    const call = async (target: string, method = "GET", authorization: string | null = `Bearer ${token}`) =>
+      (
+        await request(`${gw.url}${target}`, {
+          method,
+          headers: authorization === null ? {} : { authorization },
+        })
+      ).status;
+    const statuses = [
+      await call("/v1/a"),
+      await call("/v1/a"),
+      await call("/v1/a", "POST"),
+      await call("/v1/a", "POST"),
+      await call("/v1/a", "GET", "Bearer not-a-real-token"),
+      await call("/v1/a", "GET", null),
+      await call("/nowhere"),
+      await call("/dead/a"),
+    ];
+    expect(statuses).toEqual([200, 200, 200, 429, 401, 401, 404, 502]);
+    const good = path.join(dir, "good.yaml");
+    const bad = path.join(dir, "bad.yaml");
+    writeFileSync(good, stringify(config));
+    writeFileSync(bad, stringify({ ...config, upstreams: {} }));
+    expect(await gw.gateway.reload(good)).toBe(true);
+    expect(await gw.gateway.reload(bad)).toBe(false);
+    m = await scrape(gw.adminUrl);
+  });
+
+  afterAll(async () => {
+    await gw.close();
+    await Promise.all([closeServer(upstream.server), auth.stop(), redis.destroy()]);
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  const uses = monitoringExpressions();
+
+  it("finds the dashboard's and the rules' expressions", () => {
+    expect(uses.filter((u) => u.where.startsWith("alerts.yaml")).length).toBeGreaterThanOrEqual(6);
+    expect(uses.filter((u) => u.where.startsWith("grafana-dashboard.json")).length).toBeGreaterThan(20);
+  });
+
+  it("exports every metric name they use", () => {
+    const missing: string[] = [];
+    const names = new Set<string>();
+    for (const { where, expr } of uses) {
+      for (const name of expr.match(METRIC_NAME) ?? []) {
+        names.add(name);
+        if (familyOf(m, name) === undefined) missing.push(`${where}: ${name}`);
+      }
+    }
+    expect(names.size).toBeGreaterThan(15);
+    expect(missing).toEqual([]);
+  });
+
+  it("has samples for every family they use, once the gateway has served traffic", () => {
+    const empty = new Set<string>();
+    for (const { expr } of uses) {
+      for (const name of expr.match(METRIC_NAME) ?? []) {
+        const family = familyOf(m, name);
+        if (family === undefined || ONLY_ON_FAILURE.has(family)) continue;
+        const series = m.types.get(family) === "histogram" ? `${family}_count` : family;
+        if (m.select(series).length === 0) empty.add(family);
+      }
+    }
+    expect([...empty]).toEqual([]);
+    expect(m.types.get("gateway_ratelimit_store_errors_total")).toBe("counter");
+  });
+});

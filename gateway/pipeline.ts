@@ -176,8 +176,10 @@ export class Pipeline implements ProxyHooks {
     // Brute-force guard: an IP whose anonymous budget is spent gets no introspection call. The peek
     // cannot see lookups still in flight (each may become a counted 401), so they are subtracted:
     // a concurrent flood of fresh tokens makes at most `remaining` introspection calls.
+    // A token known to be active whose entry only went stale is re-validated without the guard.
     const ipKey = `ip:${scope.clientIp}`;
-    const guard = await this.decide(rt, scope, rt.anonymous, ipKey, false);
+    const known = rt.tokenCache.knownActive(outcome.hash);
+    const guard = known ? null : await this.decide(rt, scope, rt.anonymous, ipKey, false);
     const pending = this.pendingLookups.get(ipKey) ?? 0;
     if (guard !== null && (!guard.allowed || guard.remaining <= pending)) {
       this.metrics.authResults.inc({ result: "limited" });

@@ -74,11 +74,18 @@ export function createGateway(loaded: LoadedConfig, options: GatewayOptions = {}
     requestTimeout: l.request_timeout_ms,
     keepAliveTimeout: l.keep_alive_timeout_ms,
     maxHeaderSize: l.max_header_bytes,
+    // Node enforces both timeouts only on this sweep (default every 30 s): without it a slowloris
+    // client holds its socket up to 30 s past headers_timeout_ms.
+    connectionsCheckingInterval: Math.max(50, Math.min(1_000, Math.floor(l.headers_timeout_ms / 4))),
   });
   api.on("request", pipeline.handle);
   api.on("upgrade", pipeline.handleUpgrade);
   api.on("clientError", onClientError);
   const drain = new HttpDrain(api);
+  // Access lines are buffered (4 KiB) so the hot path never writes synchronously; flush at least
+  // once a second so a quiet gateway's lines still reach the log pipeline promptly.
+  const flushTimer = setInterval(() => logger.flush(), 1000);
+  flushTimer.unref();
   const admin = createAdminServer({ registry, ready: () => pipeline.current.limiter.ready() });
 
   const gateway: Gateway = {
@@ -94,6 +101,7 @@ export function createGateway(loaded: LoadedConfig, options: GatewayOptions = {}
         adminPort: (admin.address() as AddressInfo).port,
       };
       logger.info({ ...addresses, routes: config.routes.length }, "gateway listening");
+      logger.flush();
       return addresses;
     },
     async reload(file) {
@@ -119,6 +127,7 @@ export function createGateway(loaded: LoadedConfig, options: GatewayOptions = {}
       }
     },
     async close(graceMs = runtime.config.listen.grace_ms) {
+      clearInterval(flushTimer);
       await Promise.all([drain.drain(graceMs), closeServer(admin)]);
       await releaseRuntime(runtime);
       logger.info("gateway stopped");

@@ -116,6 +116,18 @@ export class TokenCache {
   }
 
   /**
+   * True when the token was active when last asked and is not past `exp`: a token whose cache entry
+   * merely went stale, not a guess. The anonymous guard (SPEC §3) lets it through to re-validation,
+   * so a valid token on an IP whose anonymous budget is spent (a shared NAT) keeps working.
+   */
+  knownActive(hash: string): boolean {
+    const e = this.#lru.peek(hash);
+    if (e?.kind !== "active") return false;
+    const exp = e.info.exp;
+    return exp === undefined || this.#clock.nowMs() < exp * 1000;
+  }
+
+  /**
    * Miss path: asks the source, one call per token however many callers wait for it; counted as
    * `miss`, or `stale` when a stale positive entry is served because the source failed.
    * @param token - the bearer token, passed to the source only

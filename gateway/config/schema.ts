@@ -33,7 +33,9 @@ const upstreamSchema = z.strictObject({
   url: httpUrl.describe("Base URL of the upstream; the request path is appended to its path."),
   timeout_ms: positiveInt
     .default(30_000)
-    .describe("Time the upstream has to start its response (ms); 504 after."),
+    .describe(
+      "Time the upstream connection may stay silent (ms): before the response head 504, mid-body the client connection is reset.",
+    ),
   connect_timeout_ms: positiveInt
     .default(5_000)
     .describe("Time to establish the TCP connection to the upstream (ms); 502 after."),
@@ -190,7 +192,7 @@ const rateLimitsSchema = z.strictObject({
 const listenSchema = listenerSchema(8080).extend({
   grace_ms: positiveInt.default(10_000).describe("Shutdown: time in-flight requests have to finish (ms)."),
   headers_timeout_ms: positiveInt.default(10_000).describe("Time a client has to send its headers (ms)."),
-  request_timeout_ms: positiveInt
+  request_timeout_ms: nonNegativeInt
     .default(300_000)
     .describe("Time a client has to send its whole request (ms); 0 disables."),
   keep_alive_timeout_ms: positiveInt

@@ -118,10 +118,15 @@ export async function startAuthServer(options: AuthServerOptions = {}): Promise<
   };
 }
 
-/** The `auth` config section for a gateway that introspects against `auth`. */
+/**
+ * The `auth` config section for a gateway that introspects against `auth`.
+ * @param cache - the `cache` section
+ * @param timeoutMs - introspection timeout (ms)
+ */
 export function introspectionAuthConfig(
   auth: AuthServer,
   cache: Record<string, number> = {},
+  timeoutMs = 2000,
 ): Record<string, unknown> {
   return {
     realm: "api",
@@ -129,7 +134,7 @@ export function introspectionAuthConfig(
       url: auth.introspectionUrl,
       client_id: GATEWAY_CLIENT_ID,
       client_secret: GATEWAY_CLIENT_SECRET,
-      timeout_ms: 2000,
+      timeout_ms: timeoutMs,
       cache,
     },
   };

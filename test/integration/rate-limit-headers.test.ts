@@ -7,7 +7,7 @@ import type { Server } from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ManualClock } from "../../gateway/clock.js";
 import { agent, closeServer, listen, request } from "../helpers/http.js";
-import { startGateway, testConfig, type TestGateway } from "../helpers/gateway.js";
+import { TOKENS_FILE, startGateway, testConfig, type TestGateway } from "../helpers/gateway.js";
 
 let upstream: { server: Server; url: string };
 const started: TestGateway[] = [];
@@ -193,6 +193,31 @@ describe("anonymous class", () => {
     });
     expect(stillValid.status).toBe(200);
     expect(stillValid.headers["x-ratelimit-resource"]).toBe("read");
+  });
+
+  it("re-validates a known valid token whose cache entry went stale, even with the budget spent", async () => {
+    const clock = new ManualClock(Date.UTC(2026, 0, 1));
+    const gw = await gateway(
+      {
+        auth: { static: { tokens_file: TOKENS_FILE, cache: { max_ttl_s: 30 } } },
+        rate_limits: {
+          classes: { read: { windows: [{ limit: 100, window_s: 3600 }] } },
+          anonymous: { windows: [{ limit: 2, window_s: 3600 }] },
+        },
+      },
+      clock,
+    );
+    const h = { authorization: "Bearer valid-token" };
+    expect((await request(`${gw.url}/v1/user`, { headers: h })).status).toBe(200);
+    for (let i = 0; i < 3; i++)
+      await request(`${gw.url}/v1/user`, { headers: { authorization: `Bearer guess-${i}` } });
+    expect(
+      (await request(`${gw.url}/v1/user`, { headers: { authorization: "Bearer new-guess" } })).status,
+    ).toBe(429);
+    clock.advance(31_000); // past max_ttl_s: the entry is stale and must be introspected again
+    const res = await request(`${gw.url}/v1/user`, { headers: h });
+    expect(res.status).toBe(200);
+    expect(res.headers["x-ratelimit-resource"]).toBe("read");
   });
 
   it("keys by the X-Forwarded-For entry trust_proxy selects", async () => {

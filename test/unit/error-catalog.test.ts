@@ -15,7 +15,10 @@ describe("error catalog", () => {
   });
 
   it("bodies are the SPEC's JSON with code equal to the status", () => {
-    for (const [code, entry] of Object.entries(ERROR_CATALOG) as [ErrorCode, (typeof ERROR_CATALOG)[ErrorCode]][]) {
+    for (const [code, entry] of Object.entries(ERROR_CATALOG) as [
+      ErrorCode,
+      (typeof ERROR_CATALOG)[ErrorCode],
+    ][]) {
       const body = JSON.parse(errorBody(code, 7)) as { error: { code: number; message: string } };
       expect(body.error.code).toBe(entry.status);
       expect(body.error.message).toBe(entry.message.replace("N seconds", "7 seconds"));

@@ -1,0 +1,147 @@
+/**
+ * The RFC 7662 server of the cold-token run (child process): oidc-provider 9, set up as
+ * test/helpers/auth-server.ts does (client_credentials + introspection), with an unbounded Map
+ * adapter instead of the default memory adapter (an LRU of 1000 entries, which would forget most of
+ * the tokens issued for the run). It issues `count` real access tokens through its own token
+ * endpoint, `concurrency` at a time, writes them one per line to `tokensFile`, and prints one JSON
+ * line `{ introspectionUrl, clientId, clientSecret, issued, issueMs }` on stdout.
+ *
+ * Usage: `auth-server.ts <port> <tokensFile> <count>`
+ */
+import { writeFileSync } from "node:fs";
+import http from "node:http";
+import { performance } from "node:perf_hooks";
+// @ts-expect-error -- oidc-provider ships no types; the part used here is typed just below.
+import UntypedProvider from "oidc-provider";
+
+const Provider = UntypedProvider as new (
+  issuer: string,
+  configuration: Record<string, unknown>,
+) => { callback(): http.RequestListener };
+
+const port = Number(process.argv[2]);
+const tokensFile = process.argv[3]!;
+const count = Math.min(Math.max(Number(process.argv[4] ?? 10_000), 1), 200_000);
+const CONCURRENCY = 32;
+const CLIENT_SECRET = "bench-gateway-secret";
+
+type Payload = Record<string, unknown>;
+
+/** oidc-provider adapter on plain Maps (one per model), no eviction: lives as long as the run. */
+class MapAdapter {
+  private static readonly stores = new Map<string, Map<string, Payload>>();
+  private readonly store: Map<string, Payload>;
+
+  constructor(name: string) {
+    let s = MapAdapter.stores.get(name);
+    if (s === undefined) MapAdapter.stores.set(name, (s = new Map()));
+    this.store = s;
+  }
+  async upsert(id: string, payload: Payload): Promise<void> {
+    this.store.set(id, payload);
+  }
+  async find(id: string): Promise<Payload | undefined> {
+    return this.store.get(id);
+  }
+  async findByUserCode(): Promise<undefined> {
+    return undefined;
+  }
+  async findByUid(): Promise<undefined> {
+    return undefined;
+  }
+  async consume(id: string): Promise<void> {
+    const p = this.store.get(id);
+    if (p !== undefined) p.consumed = Math.floor(Date.now() / 1000);
+  }
+  async destroy(id: string): Promise<void> {
+    this.store.delete(id);
+  }
+  async revokeByGrantId(): Promise<void> {}
+}
+
+const issuer = `http://127.0.0.1:${port}`;
+const client = (client_id: string, client_secret: string) => ({
+  client_id,
+  client_secret,
+  grant_types: ["client_credentials"],
+  response_types: [],
+  redirect_uris: [],
+  token_endpoint_auth_method: "client_secret_basic",
+  scope: "read write",
+});
+const provider = new Provider(issuer, {
+  adapter: MapAdapter,
+  clients: [client("app", "app-secret"), client("gateway", CLIENT_SECRET)],
+  scopes: ["read", "write"],
+  features: {
+    devInteractions: { enabled: false },
+    clientCredentials: { enabled: true },
+    introspection: { enabled: true, allowedPolicy: () => true },
+  },
+  ttl: { ClientCredentials: 3600 },
+  cookies: { keys: ["bench-cookie-key"] },
+});
+const server = http.createServer({ keepAliveTimeout: 65_000 }, provider.callback());
+await new Promise<void>((resolve) => server.listen(port, "127.0.0.1", resolve));
+
+const agent = new http.Agent({ keepAlive: true, maxSockets: CONCURRENCY });
+const appBasic = `Basic ${Buffer.from("app:app-secret").toString("base64")}`;
+const form = "grant_type=client_credentials&scope=read";
+
+function issueOne(): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const req = http.request(
+      `${issuer}/token`,
+      {
+        method: "POST",
+        agent,
+        headers: {
+          authorization: appBasic,
+          "content-type": "application/x-www-form-urlencoded",
+          "content-length": form.length,
+        },
+        timeout: 10_000,
+      },
+      (res) => {
+        let body = "";
+        res.setEncoding("utf8").on("data", (c: string) => (body += c));
+        res.on("end", () => {
+          const token = (JSON.parse(body) as { access_token?: string }).access_token;
+          if (res.statusCode === 200 && token !== undefined) resolve(token);
+          else reject(new Error(`token endpoint answered ${res.statusCode}: ${body}`));
+        });
+      },
+    );
+    req.on("timeout", () => req.destroy(new Error("token request timed out")));
+    req.on("error", reject);
+    req.end(form);
+  });
+}
+
+const started = performance.now();
+const tokens: string[] = [];
+let next = 0;
+await Promise.all(
+  Array.from({ length: CONCURRENCY }, async () => {
+    while (next < count) {
+      next++;
+      tokens.push(await issueOne());
+    }
+  }),
+);
+const issueMs = performance.now() - started;
+agent.destroy();
+writeFileSync(tokensFile, tokens.join("\n") + "\n");
+process.stdout.write(
+  JSON.stringify({
+    introspectionUrl: `${issuer}/token/introspection`,
+    clientId: "gateway",
+    clientSecret: CLIENT_SECRET,
+    issued: tokens.length,
+    issueMs: Math.round(issueMs),
+  }) + "\n",
+);
+process.on("SIGTERM", () => {
+  server.closeAllConnections();
+  server.close(() => process.exit(0));
+});

@@ -1,0 +1,476 @@
+/**
+ * `npm run bench` (issue 5): the gateway against a bare http-proxy-3 server, measured with wrk on
+ * loopback, interleaved over rounds, medians with min-max. Cells:
+ *
+ *   a   the upstream alone                      b2  a bare proxy on undici (dispatch API)
+ *   b   a bare http-proxy-3 proxy (keep-alive)  b3  a bare proxy on undici (stream API)
+ *   c   the gateway, memory store               d   the gateway, Redis store
+ *   e   the gateway, Redis, IETF headers and a shadow class on the benched path
+ *
+ * then the cache-churn runs (10k tokens and identities) and the cold-token run (every token new,
+ * introspected by oidc-provider). Servers run on core 0, wrk on core 1 (taskset). Warm cells use a
+ * static tokens file with one token, warmed before measuring. `npm run bench -- --profile` profiles
+ * instead (see profile.ts).
+ *
+ * Environment: BENCH_ROUNDS (3), BENCH_SECONDS per cell (5), BENCH_CONNECTIONS (64),
+ * BENCH_COLD_TOKENS (10000), BENCH_COLD_SECONDS (cap on the cold run, 30); for A/B experiments,
+ * BENCH_CELLS (comma list of cells to run, e.g. "b,c,d"; churn/cold only when unset) and
+ * BENCH_GATEWAY_MAIN (another build's main.js), BENCH_ALT_MAIN (adds cell d* : the Redis gateway of
+ * that build, interleaved with d, for A/B of a proposed change on a noisy machine).
+ */
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { cpuMicros, isPinned, pinSelf, rssBytes, sleep } from "./procs.js";
+import { countersTable, fmt, mainTable, med, ratioTable, type Row, type Sample } from "./report.js";
+import {
+  get,
+  machine,
+  metricSum,
+  startAuthServer,
+  startBareProxy,
+  startGateway,
+  startRedis,
+  startUndiciProxy,
+  startUpstream,
+  writeChurnTokens,
+  writeWarmTokens,
+  type BenchRedis,
+  type GatewayTarget,
+  type GatewayVariant,
+  type Target,
+} from "./targets.js";
+import { cyclingTokenScript, ensureWrk, runWrk, staticTokenScript } from "./wrk.js";
+
+function envInt(name: string, dflt: number, min: number, max: number): number {
+  const v = Number(process.env[name] ?? dflt);
+  return Number.isInteger(v) ? Math.min(Math.max(v, min), max) : dflt;
+}
+
+const ROUNDS = envInt("BENCH_ROUNDS", 3, 1, 20);
+const SECONDS = envInt("BENCH_SECONDS", 5, 1, 120);
+const CONNECTIONS = envInt("BENCH_CONNECTIONS", 64, 1, 1024);
+const COLD_TOKENS = envInt("BENCH_COLD_TOKENS", 10_000, 100, 100_000);
+const COLD_SECONDS = envInt("BENCH_COLD_SECONDS", 30, 1, 120);
+const CHURN_TOKENS = 10_000;
+const WARMUP_S = 2;
+const TOKEN = "bench-warm-token";
+const PATH = "/v1/user";
+const LAST_RUN = fileURLToPath(new URL("./last-run.md", import.meta.url));
+
+/** One column of the interleaved table. */
+interface Cell {
+  id: string;
+  label: string;
+  target: Target | null;
+  gateway?: GatewayTarget;
+  redis?: BenchRedis;
+  check?: (r: Awaited<ReturnType<typeof get>>) => string | null;
+  row: Row;
+}
+
+/** Measures one wrk run against `cell`, with CPU, Redis and metric deltas around it. */
+async function measure(
+  target: Target,
+  script: string,
+  seconds: number,
+  extra: { gateway?: GatewayTarget; redis?: BenchRedis } = {},
+  doneFile?: string,
+): Promise<Sample> {
+  const m0 = extra.gateway === undefined ? "" : await extra.gateway.metrics();
+  const r0 = extra.redis === undefined ? null : await extra.redis.commandCalls();
+  const rc0 = extra.redis === undefined ? 0 : cpuMicros(extra.redis.child.pid);
+  const c0 = cpuMicros(target.child.pid);
+  const w = await runWrk(target.url + PATH, {
+    seconds,
+    connections: CONNECTIONS,
+    script,
+    ...(doneFile === undefined ? {} : { doneFile }),
+  });
+  const c1 = cpuMicros(target.child.pid);
+  const rc1 = extra.redis === undefined ? 0 : cpuMicros(extra.redis.child.pid);
+  const r1 = extra.redis === undefined ? null : await extra.redis.commandCalls();
+  const m1 = extra.gateway === undefined ? "" : await extra.gateway.metrics();
+  const n = Math.max(w.requests, 1);
+  const sample: Sample = {
+    rps: w.rps,
+    p50Ms: w.p50Ms,
+    p99Ms: w.p99Ms,
+    requests: w.requests,
+    cpuUsPerReq: (c1 - c0) / n,
+    non2xx: w.non2xx,
+    socketErrors: w.socketErrors,
+  };
+  if (r0 !== null && r1 !== null) {
+    sample.redisPerReq = {};
+    for (const [cmd, calls] of r1) {
+      const d = calls - (r0.get(cmd) ?? 0);
+      // The harness's own INFO calls are not the gateway's.
+      if (cmd !== "info" && d > 0) sample.redisPerReq[cmd] = d / n;
+    }
+    sample.redisCpuUsPerReq = (rc1 - rc0) / n;
+  }
+  if (extra.gateway !== undefined) {
+    const delta = (name: string, filter?: string) =>
+      metricSum(m1, name, filter) - metricSum(m0, name, filter);
+    sample.sourceCallsPerReq = delta("gateway_token_cache_lookups_total", 'result="miss"') / n;
+    sample.introspectionsPerReq = delta("gateway_introspection_requests_total") / n;
+  }
+  return sample;
+}
+
+function gatewayCheck(expectIetf: boolean, resource: string) {
+  return (r: Awaited<ReturnType<typeof get>>): string | null => {
+    if (r.status !== 200) return `answers ${r.status}: ${r.body.slice(0, 160)}`;
+    if (r.headers["x-ratelimit-limit"] === undefined) return "no X-RateLimit-Limit header";
+    if (r.headers["x-ratelimit-resource"] !== resource)
+      return `X-RateLimit-Resource is ${String(r.headers["x-ratelimit-resource"])}, expected ${resource}`;
+    if (expectIetf && r.headers["ratelimit"] === undefined) return "no RateLimit header (headers.ietf)";
+    return null;
+  };
+}
+
+/** Starts a gateway; a failure (e.g. Redis store not ready yet) becomes a "pending" reason. */
+async function tryGateway(
+  name: string,
+  dir: string,
+  upstream: Target,
+  v: GatewayVariant,
+): Promise<GatewayTarget | string> {
+  try {
+    return await startGateway(name, dir, upstream.url, v);
+  } catch (err) {
+    return (err as Error).message.split("\n")[0]!.slice(0, 200);
+  }
+}
+
+/** True when a request through `gw` reaches Redis (not the fail-open memory fallback). */
+async function usesRedis(gw: GatewayTarget, redis: BenchRedis): Promise<string | null> {
+  const before = (await redis.commandCalls()).get("evalsha") ?? 0;
+  await get(gw.url + PATH, { authorization: `Bearer ${TOKEN}` });
+  const after = (await redis.commandCalls()).get("evalsha") ?? 0;
+  const degraded = metricSum(await gw.metrics(), "gateway_ratelimit_store_degraded");
+  if (after === before) return "no EVALSHA reached Redis (store not wired or failing open)";
+  if (degraded !== 0) return "limit store degraded (failing open to memory)";
+  return null;
+}
+
+async function main(): Promise<number> {
+  if (process.argv.includes("--profile")) {
+    const { profileMain } = await import("./profile.js");
+    return profileMain();
+  }
+  const missing = ensureWrk();
+  if (missing !== null) {
+    console.error(missing);
+    return 1;
+  }
+  pinSelf();
+  const dir = mkdtempSync(path.join(tmpdir(), "gateway-bench-"));
+  const started: { child: { stop(): Promise<void> } }[] = [];
+  const keep = <T extends { child: { stop(): Promise<void> } }>(t: T): T => (started.push(t), t);
+  const t0 = Date.now();
+  try {
+    console.log(
+      `bench: ${ROUNDS} rounds x ${SECONDS} s per cell, ${CONNECTIONS} connections, ` +
+        `servers ${isPinned ? "on core 0, wrk on core 1" : "unpinned (no taskset)"}`,
+    );
+    const upstream = keep(await startUpstream());
+    const redis = keep(await startRedis(dir));
+    const warmTokens = writeWarmTokens(dir, TOKEN);
+    const script = staticTokenScript(dir, TOKEN);
+    const bare = keep(await startBareProxy(upstream.url));
+    const undici = keep(await startUndiciProxy(upstream.url, "dispatch"));
+    const undiciStream = keep(await startUndiciProxy(upstream.url, "stream"));
+    const gw = {
+      c: await tryGateway("c-memory", dir, upstream, { tokensFile: warmTokens }),
+      d: await tryGateway("d-redis", dir, upstream, {
+        tokensFile: warmTokens,
+        redisUrl: redis.url,
+        keyPrefix: "bd",
+      }),
+      e: await tryGateway("e-redis-ietf-shadow", dir, upstream, {
+        tokensFile: warmTokens,
+        redisUrl: redis.url,
+        keyPrefix: "be",
+        ietf: true,
+        shadow: true,
+      }),
+    };
+    const altMain = process.env.BENCH_ALT_MAIN;
+    const alt =
+      altMain === undefined
+        ? undefined
+        : await tryGateway("d-alt", dir, upstream, {
+            tokensFile: warmTokens,
+            redisUrl: redis.url,
+            keyPrefix: "bda",
+            main: altMain,
+          });
+    for (const g of [...Object.values(gw), alt]) if (g !== undefined && typeof g !== "string") keep(g);
+    const row = (id: string, label: string): Row => ({ id, label, samples: [] });
+    const cells: Cell[] = [
+      { id: "a", label: "upstream alone", target: upstream, row: row("a", "upstream alone") },
+      {
+        id: "b",
+        label: "bare http-proxy-3",
+        target: bare,
+        row: row("b", "bare http-proxy-3 (keep-alive agent)"),
+      },
+      {
+        id: "b2",
+        label: "undici dispatch",
+        target: undici,
+        row: row("b2", "bare undici Pool proxy, dispatch()"),
+      },
+      {
+        id: "b3",
+        label: "undici stream",
+        target: undiciStream,
+        row: row("b3", "bare undici Pool proxy, stream()"),
+      },
+    ];
+    const gwCell = (
+      id: "c" | "d" | "e",
+      label: string,
+      ietf: boolean,
+      resource: string,
+      useRedis: boolean,
+    ) => {
+      const g = gw[id];
+      const cell: Cell = {
+        id,
+        label,
+        target: null,
+        row: row(id, label),
+        check: gatewayCheck(ietf, resource),
+      };
+      if (typeof g === "string") cell.row.pending = g;
+      else {
+        cell.target = g;
+        cell.gateway = g;
+        if (useRedis) cell.redis = redis;
+      }
+      cells.push(cell);
+    };
+    gwCell("c", "gateway, memory store", false, "read", false);
+    gwCell("d", "gateway, Redis store", false, "read", true);
+    gwCell("e", "gateway, Redis, IETF headers + shadow class", true, "user", true);
+    if (alt !== undefined) {
+      const cell: Cell = {
+        id: "d*",
+        label: `gateway, Redis store, ${altMain}`,
+        target: typeof alt === "string" ? null : alt,
+        row: row("d*", `gateway, Redis store, ${altMain}`),
+        check: gatewayCheck(false, "read"),
+        redis,
+      };
+      if (typeof alt === "string") cell.row.pending = alt;
+      else cell.gateway = alt;
+      cells.push(cell);
+    }
+
+    // Sanity: each cell answers 200 with the expected headers; Redis cells really use Redis.
+    for (const cell of cells) {
+      if (cell.target === null) continue;
+      const r = await get(cell.target.url + PATH, { authorization: `Bearer ${TOKEN}` }).catch((e: Error) => ({
+        status: 0,
+        headers: {},
+        body: e.message,
+      }));
+      let problem = cell.check?.(r) ?? (r.status === 200 ? null : `answers ${r.status}`);
+      if (problem === null && cell.redis !== undefined && cell.gateway !== undefined)
+        problem = await usesRedis(cell.gateway, cell.redis);
+      if (problem !== null) {
+        console.log(`  ${cell.id}: pending — ${problem}`);
+        cell.row.pending = problem;
+        cell.target = null;
+      }
+    }
+    const only = process.env.BENCH_CELLS?.split(",").map((c) => c.trim());
+    if (only !== undefined) for (const c of cells) if (!only.includes(c.id)) c.row.pending ??= "not selected";
+    const active = cells.filter((c) => c.target !== null && c.row.pending === undefined);
+    console.log(`warm-up: ${WARMUP_S} s per cell (JIT, pooled connections, token cache)`);
+    for (const cell of active) await runWarmup(cell.target!, script);
+
+    for (let round = 0; round < ROUNDS; round++) {
+      // Rotate the order so no cell always runs first (or right after the same neighbour).
+      const order = active.map((_, i) => active[(i + round) % active.length]!);
+      for (const cell of order) {
+        const s = await measure(cell.target!, script, SECONDS, {
+          ...(cell.gateway === undefined ? {} : { gateway: cell.gateway }),
+          ...(cell.redis === undefined ? {} : { redis: cell.redis }),
+        });
+        cell.row.samples.push(s);
+        console.log(
+          `  round ${round + 1}/${ROUNDS} ${cell.id.padEnd(2)} ${fmt(s.rps, 0).padStart(7)} req/s  ` +
+            `p50 ${fmt(s.p50Ms, 2)} ms  p99 ${fmt(s.p99Ms, 2)} ms  ${fmt(s.cpuUsPerReq, 0)} µs/req` +
+            (s.non2xx + s.socketErrors > 0 ? `  non-2xx ${s.non2xx} errors ${s.socketErrors}` : ""),
+        );
+        await sleep(300);
+      }
+    }
+    for (const cell of active) cell.row.rssMb = rssBytes(cell.target!.child.pid) / 2 ** 20;
+    // Free the server core for the runs below.
+    for (const cell of active) if (cell.id !== "a") await cell.target!.child.stop();
+
+    const extraRows = only === undefined ? await churnAndCold(dir, upstream, redis, keep) : [];
+    const rows = cells.map((c) => c.row).filter((r) => r.pending !== "not selected");
+    const md = report(rows, extraRows, (Date.now() - t0) / 1000);
+    console.log(`\n${md}`);
+    if (only === undefined) {
+      writeFileSync(LAST_RUN, md);
+      console.log(`\nwritten to ${path.relative(process.cwd(), LAST_RUN)}`);
+    }
+    return 0;
+  } finally {
+    await Promise.all(started.map((t) => t.child.stop().catch(() => undefined)));
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+async function runWarmup(target: Target, script: string): Promise<void> {
+  await runWrk(target.url + PATH, { seconds: WARMUP_S, connections: CONNECTIONS, script });
+}
+
+/** The churn runs (memory and Redis) and the cold-token run, each on a fresh gateway. */
+async function churnAndCold(
+  dir: string,
+  upstream: Target,
+  redis: BenchRedis,
+  keep: <T extends { child: { stop(): Promise<void> } }>(t: T) => T,
+): Promise<Row[]> {
+  const rows: Row[] = [];
+  const churn = writeChurnTokens(dir, CHURN_TOKENS);
+  const churnScript = cyclingTokenScript(dir, churn.listFile, false, "churn").script;
+  const variants: [string, string, GatewayVariant][] = [
+    ["churn-m", "10k tokens/identities, memory store", { tokensFile: churn.tokensFile }],
+    [
+      "churn-r",
+      "10k tokens/identities, Redis store",
+      { tokensFile: churn.tokensFile, redisUrl: redis.url, keyPrefix: "bc" },
+    ],
+  ];
+  for (const [id, label, v] of variants) {
+    const g = await tryGateway(id, dir, upstream, v);
+    if (typeof g === "string") {
+      rows.push({ id, label, samples: [], pending: g });
+      continue;
+    }
+    keep(g);
+    // First pass: every token once (static-source lookups fill the cache); then measure the
+    // warm churn: 10k cached tokens and 10k identities' windows, cycled.
+    const firstPass = cyclingTokenScript(dir, churn.listFile, true, `${id}-pass`);
+    await runWrk(g.url + PATH, { seconds: 60, connections: CONNECTIONS, ...firstPass });
+    const s = await measure(g, churnScript, SECONDS, { gateway: g, ...(v.redisUrl ? { redis } : {}) });
+    const rssMb = rssBytes(g.child.pid) / 2 ** 20;
+    console.log(`  ${id}: ${fmt(s.rps, 0)} req/s, RSS after ${fmt(rssMb, 0)} MB`);
+    rows.push({
+      id,
+      label,
+      samples: [s],
+      rssMb,
+      note: `${fmt(s.sourceCallsPerReq! * s.requests, 0)} token-source calls`,
+    });
+    await g.child.stop();
+  }
+
+  console.log(`cold tokens: issuing ${COLD_TOKENS} tokens with oidc-provider (client_credentials)…`);
+  let auth;
+  try {
+    auth = keep(await startAuthServer(dir, COLD_TOKENS, 180_000));
+  } catch (err) {
+    rows.push({
+      id: "cold",
+      label: "cold tokens",
+      samples: [],
+      pending: (err as Error).message.slice(0, 200),
+    });
+    return rows;
+  }
+  const rate = (auth.issued / auth.issueMs) * 1000;
+  console.log(
+    `  issued ${auth.issued} tokens in ${fmt(auth.issueMs / 1000, 1)} s (${fmt(rate, 0)} tokens/s)`,
+  );
+  const g = await tryGateway("cold", dir, upstream, {
+    redisUrl: redis.url,
+    keyPrefix: "bk",
+    introspection: { url: auth.introspectionUrl, clientId: auth.clientId, clientSecret: auth.clientSecret },
+  });
+  const label = "cold tokens (introspection per call), Redis store";
+  if (typeof g === "string") {
+    rows.push({ id: "cold", label, samples: [], pending: g });
+    return rows;
+  }
+  keep(g);
+  const cold = cyclingTokenScript(dir, auth.tokensFile, true, "cold");
+  const a0 = cpuMicros(auth.child.pid);
+  const s = await measure(g, cold.script, COLD_SECONDS, { gateway: g, redis }, cold.doneFile);
+  const authCpu = (cpuMicros(auth.child.pid) - a0) / Math.max(s.requests, 1);
+  const rssMb = rssBytes(g.child.pid) / 2 ** 20;
+  console.log(`  cold: ${fmt(s.rps, 0)} req/s, ${fmt(s.introspectionsPerReq ?? 0, 3)} introspections/req`);
+  rows.push({
+    id: "cold",
+    label,
+    samples: [s],
+    rssMb,
+    note:
+      `${auth.issued} tokens issued in ${fmt(auth.issueMs / 1000, 1)} s (${fmt(rate, 0)}/s); ` +
+      `oidc-provider CPU ${fmt(authCpu, 0)} µs/req`,
+  });
+  return rows;
+}
+
+function report(rows: Row[], extra: Row[], elapsedS: number): string {
+  const d = rows.find((r) => r.id === "d");
+  const b = rows.find((r) => r.id === "b");
+  const lines = [
+    `### Benchmark run ${new Date().toISOString().slice(0, 16).replace("T", " ")} UTC`,
+    "",
+    `Machine: ${machine()}. Command: \`npm run bench\` (BENCH_ROUNDS=${ROUNDS}, BENCH_SECONDS=${SECONDS}); ` +
+      `wrk 1 thread, ${CONNECTIONS} keep-alive connections, \`GET ${PATH}\` (~300-byte JSON), ` +
+      (isPinned ? "wrk on core 1, every server on core 0 (taskset)" : "no taskset: processes unpinned") +
+      `. Cells interleaved over ${ROUNDS} rounds; medians with min–max. CPU and RSS are the process ` +
+      `under test's (/proc). Gateway: built dist/, access log at info to /dev/null, warm token cache. ` +
+      `Total bench time ${fmt(elapsedS, 0)} s.`,
+    "",
+    mainTable(rows),
+    "",
+    ratioTable(rows, "b"),
+    "",
+    "Per request (warm cells; expected: 1 EVALSHA, 0 token-source and introspection calls):",
+    "",
+    countersTable(rows),
+    "",
+    "Cache churn (10k distinct tokens and identities cycled by the wrk script, measured after one " +
+      "pass over them filled the cache; RSS after) and cold " +
+      "tokens (every token new to the gateway, introspected by oidc-provider on the same core):",
+    "",
+    mainTable(extra),
+    "",
+    countersTable(extra),
+    "",
+    ...extra.filter((r) => r.note !== undefined).map((r) => `- ${r.id}: ${r.note}`),
+  ];
+  if (d !== undefined && b !== undefined && d.samples.length > 0 && b.samples.length > 0) {
+    const ratio = med(d.samples, (s) => s.rps) / med(b.samples, (s) => s.rps);
+    const dp99 = med(d.samples, (s) => s.p99Ms) - med(b.samples, (s) => s.p99Ms);
+    lines.push(
+      "",
+      `Targets: d/b ≥ 1.00 → ${fmt(ratio, 2)} (${ratio >= 1 ? "met" : "missed"}); ` +
+        `gateway p99 ≤ bare p99 + 1 ms → ${dp99 >= 0 ? "+" : ""}${fmt(dp99, 2)} ms (${dp99 <= 1 ? "met" : "missed"}).`,
+    );
+  }
+  return lines.join("\n") + "\n";
+}
+
+main().then(
+  (code) => {
+    process.exitCode = code;
+  },
+  (err: unknown) => {
+    console.error(err instanceof Error ? (err.stack ?? err.message) : err);
+    process.exitCode = 1;
+  },
+);

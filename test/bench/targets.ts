@@ -1,0 +1,321 @@
+/**
+ * What the benchmark starts: the upstream, the two bare proxies, `redis-server`, the RFC 7662
+ * server, and gateways from the built `dist/` (so tsx is not on the measured path), each a child
+ * process on the server core with ports chosen up front.
+ */
+import { execFile } from "node:child_process";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import http from "node:http";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
+import { stringify } from "yaml";
+import { freePorts } from "../helpers/child-gateway.js";
+import { spawnServer, waitForPort, type Child } from "./procs.js";
+
+const exec = promisify(execFile);
+
+/** Repository root. */
+export const ROOT = fileURLToPath(new URL("../../", import.meta.url));
+/** The built gateway entry point; BENCH_GATEWAY_MAIN points at another build (e.g. a patched copy). */
+export const GATEWAY_MAIN = process.env.BENCH_GATEWAY_MAIN ?? path.join(ROOT, "dist/gateway/main.js");
+const HERE = fileURLToPath(new URL(".", import.meta.url));
+
+/** A started HTTP target. */
+export interface Target {
+  readonly child: Child;
+  /** Base URL (no trailing slash). */
+  readonly url: string;
+}
+
+/** Starts a TypeScript child entry of this directory through tsx. */
+async function startTsChild(name: string, file: string, args: string[]): Promise<Target & { port: number }> {
+  const [port] = (await freePorts(1)) as [number];
+  const child = spawnServer(
+    name,
+    process.execPath,
+    ["--import", "tsx", path.join(HERE, file), String(port), ...args],
+    {
+      cwd: ROOT,
+    },
+  );
+  await waitForPort(child, port);
+  return { child, url: `http://127.0.0.1:${port}`, port };
+}
+
+/** (a) the upstream. */
+export function startUpstream(): Promise<Target> {
+  return startTsChild("upstream", "upstream.ts", []);
+}
+
+/** (b) the bare http-proxy-3 server. */
+export function startBareProxy(upstreamUrl: string): Promise<Target> {
+  return startTsChild("bare-proxy", "bare-proxy.ts", [upstreamUrl]);
+}
+
+/** (b2) the undici prototype. */
+export function startUndiciProxy(upstreamUrl: string, mode: "dispatch" | "stream"): Promise<Target> {
+  return startTsChild(`undici-${mode}`, "undici-proxy-prototype.ts", [upstreamUrl, mode]);
+}
+
+/** A redis-server on a free port, persistence off (never the machine's 6379). */
+export interface BenchRedis {
+  readonly child: Child;
+  readonly port: number;
+  readonly url: string;
+  /** `INFO commandstats` as `command -> calls`. */
+  commandCalls(): Promise<Map<string, number>>;
+}
+
+export async function startRedis(dir: string): Promise<BenchRedis> {
+  const [port] = (await freePorts(1)) as [number];
+  const child = spawnServer("redis-server", "redis-server", [
+    "--port",
+    String(port),
+    "--bind",
+    "127.0.0.1",
+    "--save",
+    "",
+    "--appendonly",
+    "no",
+    "--dir",
+    dir,
+    "--logfile",
+    path.join(dir, "redis.log"),
+  ]);
+  await waitForPort(child, port);
+  return {
+    child,
+    port,
+    url: `redis://127.0.0.1:${port}`,
+    async commandCalls() {
+      const { stdout } = await exec("redis-cli", ["-p", String(port), "INFO", "commandstats"], {
+        timeout: 5000,
+      });
+      const out = new Map<string, number>();
+      for (const m of stdout.matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) out.set(m[1]!, Number(m[2]));
+      return out;
+    },
+  };
+}
+
+/** The RFC 7662 server (cold run) and the tokens it issued. */
+export interface BenchAuthServer {
+  readonly child: Child;
+  readonly introspectionUrl: string;
+  readonly clientId: string;
+  readonly clientSecret: string;
+  readonly tokensFile: string;
+  readonly issued: number;
+  readonly issueMs: number;
+}
+
+export async function startAuthServer(
+  dir: string,
+  count: number,
+  timeoutMs: number,
+): Promise<BenchAuthServer> {
+  const [port] = (await freePorts(1)) as [number];
+  const tokensFile = path.join(dir, "cold-tokens.txt");
+  const child = spawnServer(
+    "oidc-provider",
+    process.execPath,
+    ["--import", "tsx", path.join(HERE, "auth-server.ts"), String(port), tokensFile, String(count)],
+    { stdout: "pipe", cwd: ROOT },
+  );
+  const line = await new Promise<string>((resolve, reject) => {
+    let buf = "";
+    const timer = setTimeout(
+      () => reject(new Error(`oidc-provider: no tokens within ${timeoutMs} ms`)),
+      timeoutMs,
+    );
+    child.proc.stdout!.setEncoding("utf8").on("data", (s: string) => {
+      buf += s;
+      const nl = buf.indexOf("\n");
+      if (nl >= 0) {
+        clearTimeout(timer);
+        resolve(buf.slice(0, nl));
+      }
+    });
+    void child.exited.then(() => reject(new Error(`oidc-provider exited: ${child.stderr()}`)));
+  });
+  const info = JSON.parse(line) as Omit<BenchAuthServer, "child" | "tokensFile">;
+  return { child, tokensFile, ...info };
+}
+
+/** Gateway variants of the table. */
+export interface GatewayVariant {
+  redisUrl?: string;
+  keyPrefix?: string;
+  ietf?: boolean;
+  /** Adds a shadow class matching `GET /v1/user` (two windows). */
+  shadow?: boolean;
+  tokensFile?: string;
+  introspection?: { url: string; clientId: string; clientSecret: string };
+  /** Extra `node` flags (profiling). */
+  nodeArgs?: string[];
+  /** Working directory of the child (where `--cpu-prof` writes by default). */
+  cwd?: string;
+  /** Another build's `main.js` (A/B against a patched copy). */
+  main?: string;
+}
+
+/** Limits no benchmark reaches: every call is admitted and counted. */
+const HUGE = 1_000_000_000;
+
+/** The gateway's YAML for a variant. */
+export function gatewayConfig(
+  upstreamUrl: string,
+  ports: { apiPort: number; adminPort: number },
+  v: GatewayVariant,
+): Record<string, unknown> {
+  const classes: Record<string, unknown> = {};
+  if (v.shadow) {
+    classes.user = {
+      match: { methods: ["GET"], paths: ["/v1/user"] },
+      mode: "shadow",
+      windows: [
+        { limit: HUGE, window_s: 1 },
+        { limit: HUGE, window_s: 3600 },
+      ],
+    };
+  }
+  classes.read = { match: { methods: ["GET", "HEAD"] }, windows: [{ limit: HUGE, window_s: 3600 }] };
+  classes.write = {
+    match: { methods: ["POST", "PUT", "PATCH", "DELETE"] },
+    windows: [{ limit: HUGE, window_s: 3600 }],
+  };
+  const cache = { max_entries: 100_000, max_ttl_s: 3600 };
+  return {
+    listen: { host: "127.0.0.1", port: ports.apiPort, grace_ms: 2000 },
+    admin: { host: "127.0.0.1", port: ports.adminPort },
+    upstreams: { api: { url: upstreamUrl, timeout_ms: 30_000 } },
+    routes: [{ prefix: "/v1", upstream: "api" }],
+    auth:
+      v.introspection !== undefined
+        ? {
+            realm: "api",
+            introspection: {
+              url: v.introspection.url,
+              client_id: v.introspection.clientId,
+              client_secret: v.introspection.clientSecret,
+              timeout_ms: 5000,
+              cache,
+            },
+          }
+        : { realm: "api", static: { tokens_file: v.tokensFile!, cache } },
+    rate_limits: {
+      ...(v.redisUrl !== undefined
+        ? {
+            store: {
+              redis: { url: v.redisUrl, key_prefix: v.keyPrefix ?? "bench", command_timeout_ms: 1000 },
+            },
+          }
+        : {}),
+      classes,
+      anonymous: { windows: [{ limit: HUGE, window_s: 3600 }] },
+    },
+    headers: { ietf: v.ietf ?? false },
+    log: { level: "info" },
+  };
+}
+
+/** A gateway child. */
+export interface GatewayTarget extends Target {
+  readonly adminUrl: string;
+  /** Samples of the admin `/metrics` page. */
+  metrics(): Promise<string>;
+}
+
+/**
+ * Runs `node dist/gateway/main.js start --config <dir>/<name>.yaml`; stdout (the access log) goes
+ * to /dev/null, so the gateway pays for formatting and writing each line but nobody reads them.
+ */
+export async function startGateway(
+  name: string,
+  dir: string,
+  upstreamUrl: string,
+  v: GatewayVariant,
+): Promise<GatewayTarget> {
+  const main = v.main ?? GATEWAY_MAIN;
+  if (!existsSync(main)) throw new Error(`${main} is missing: run \`npm run build\` first`);
+  const [apiPort, adminPort] = (await freePorts(2)) as [number, number];
+  const file = path.join(dir, `${name}.yaml`);
+  writeFileSync(file, stringify(gatewayConfig(upstreamUrl, { apiPort, adminPort }, v)));
+  const child = spawnServer(
+    name,
+    process.execPath,
+    [...(v.nodeArgs ?? []), main, "start", "--config", file],
+    {
+      cwd: v.cwd ?? ROOT,
+    },
+  );
+  await waitForPort(child, adminPort);
+  const adminUrl = `http://127.0.0.1:${adminPort}`;
+  return {
+    child,
+    url: `http://127.0.0.1:${apiPort}`,
+    adminUrl,
+    metrics: () => get(`${adminUrl}/metrics`).then((r) => r.body),
+  };
+}
+
+/** One GET without keep-alive; resolves with status, headers and body. */
+export function get(
+  url: string,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; headers: http.IncomingHttpHeaders; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = http.get(url, { headers, agent: false, timeout: 5000 }, (res) => {
+      let body = "";
+      res.setEncoding("utf8").on("data", (c: string) => (body += c));
+      res.on("end", () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body }));
+    });
+    req.on("timeout", () => req.destroy(new Error(`GET ${url} timed out`)));
+    req.on("error", reject);
+  });
+}
+
+/** Sum of every sample of `name` (any labels) in a Prometheus text page, optionally filtered. */
+export function metricSum(page: string, name: string, labelFilter?: string): number {
+  let sum = 0;
+  for (const line of page.split("\n")) {
+    if (!line.startsWith(name)) continue;
+    const rest = line.slice(name.length);
+    if (rest[0] !== "{" && rest[0] !== " ") continue;
+    if (labelFilter !== undefined && !rest.includes(labelFilter)) continue;
+    sum += Number(line.slice(line.lastIndexOf(" ") + 1)) || 0;
+  }
+  return sum;
+}
+
+/** Writes the 10k-token static file: `bench-<i>` → `sub: user-<i>`. */
+export function writeChurnTokens(dir: string, n: number): { tokensFile: string; listFile: string } {
+  const tokensFile = path.join(dir, "churn-tokens.yaml");
+  const listFile = path.join(dir, "churn-tokens.txt");
+  const yaml: string[] = [];
+  const list: string[] = [];
+  for (let i = 0; i < n; i++) {
+    const t = `bench-churn-${i.toString(36).padStart(4, "0")}-token`;
+    yaml.push(`${t}: { sub: user-${i}, client_id: bench, scope: read }`);
+    list.push(t);
+  }
+  writeFileSync(tokensFile, yaml.join("\n") + "\n");
+  writeFileSync(listFile, list.join("\n") + "\n");
+  return { tokensFile, listFile };
+}
+
+/** Writes the warm-run static file with one token. */
+export function writeWarmTokens(dir: string, token: string): string {
+  const file = path.join(dir, "warm-tokens.yaml");
+  writeFileSync(file, `${token}: { sub: bench-user, client_id: bench, scope: read }\n`);
+  return file;
+}
+
+/** Short description of the machine for the report. */
+export function machine(): string {
+  const cpu = /^model name\s*:\s*(.+)$/m.exec(readFileSync("/proc/cpuinfo", "utf8"))?.[1] ?? "unknown CPU";
+  const cores = readFileSync("/proc/cpuinfo", "utf8").match(/^processor\s*:/gm)?.length ?? 0;
+  const memKb = Number(/^MemTotal:\s+(\d+)/m.exec(readFileSync("/proc/meminfo", "utf8"))?.[1] ?? 0);
+  return `${cores} x ${cpu}, ${Math.round(memKb / 1024 / 1024)} GB RAM, Node ${process.version}`;
+}

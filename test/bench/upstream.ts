@@ -1,0 +1,37 @@
+/**
+ * Benchmark upstream (child process): Node `http`, keep-alive, `GET /v1/user` answering a fixed
+ * JSON document of about 300 bytes; anything else 404. Usage: `upstream.ts <port>`.
+ */
+import http from "node:http";
+
+const port = Number(process.argv[2]);
+const USER = Buffer.from(
+  JSON.stringify({
+    id: 42,
+    login: "ada",
+    name: "Ada Lovelace",
+    email: "ada@example.com",
+    company: "Analytical Engines Ltd",
+    location: "London",
+    bio: "Wrote the first published algorithm intended for a machine.",
+    spaces: ["handbook", "api-docs", "notes"],
+    created_at: "1843-07-10T00:00:00Z",
+    updated_at: "1852-11-27T00:00:00Z",
+  }),
+);
+const NOT_FOUND = Buffer.from('{"message":"no such resource"}');
+
+const server = http.createServer({ keepAliveTimeout: 65_000 }, (req, res) => {
+  // Drain any request body so the connection can be reused.
+  req.resume();
+  const ok = req.url === "/v1/user" || req.url?.startsWith("/v1/user?") === true;
+  const body = ok ? USER : NOT_FOUND;
+  res.writeHead(ok ? 200 : 404, { "content-type": "application/json", "content-length": body.length });
+  res.end(body);
+});
+server.keepAliveTimeout = 65_000;
+server.listen(port, "127.0.0.1");
+process.on("SIGTERM", () => {
+  server.closeAllConnections();
+  server.close(() => process.exit(0));
+});

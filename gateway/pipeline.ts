@@ -18,6 +18,7 @@ import { identityOf, type TokenInfo } from "./auth/types.js";
 import type { Clock } from "./clock.js";
 import { ERROR_CATALOG, errorBody, type ErrorCode } from "./errors.js";
 import { logAccess } from "./observability/access-log.js";
+import { HotMetrics } from "./observability/hot-metrics.js";
 import type { GatewayMetrics, UpstreamErrorReason } from "./observability/metrics.js";
 import { clientIp, setForwardedHeaders, stripHopByHop } from "./proxy/forwarded.js";
 import type { ProxyHooks } from "./proxy/upstream-proxy.js";
@@ -33,6 +34,11 @@ export interface PipelineDeps {
   clock: Clock;
   metrics: GatewayMetrics;
   logger: Logger;
+  /**
+   * Logger for access lines; defaults to `logger`. An access line is built field by field and holds
+   * no header or token, so it can skip pino's `redact` pass (about 7 us per request).
+   */
+  accessLogger?: Logger;
 }
 
 /** `Retry-After` (s) on a 503 the gateway produces. */
@@ -47,13 +53,17 @@ export class Pipeline implements ProxyHooks {
   private readonly clock: Clock;
   private readonly metrics: GatewayMetrics;
   private readonly logger: Logger;
+  private readonly accessLogger: Logger;
+  private readonly hot: HotMetrics;
   /** Token lookups in flight per anonymous key (brute-force guard). */
   private readonly pendingLookups = new Map<string, number>();
 
-  constructor({ clock, metrics, logger }: PipelineDeps) {
+  constructor({ clock, metrics, logger, accessLogger }: PipelineDeps) {
     this.clock = clock;
     this.metrics = metrics;
     this.logger = logger;
+    this.accessLogger = accessLogger ?? logger;
+    this.hot = new HotMetrics(metrics);
     this.handle = this.handle.bind(this);
     this.handleUpgrade = this.handleUpgrade.bind(this);
     this.finish = this.finish.bind(this);
@@ -129,7 +139,7 @@ export class Pipeline implements ProxyHooks {
     scope.identity = identityOf(info) ?? `token:${scope.tokenHash.slice(0, 32)}`;
     // Counted once per authenticated call, whatever follows (429, 503, /rate_limit included).
     const scoped = route === null || hasScopes(info, route.scopes);
-    this.metrics.authResults.inc({ result: scoped ? "valid" : "insufficient_scope" });
+    this.hot.authResult(scoped ? "valid" : "insufficient_scope");
     if (route === null) return this.statusEndpoint(rt, res, scope, policy);
 
     const decision = await this.consume(rt, res, scope, policy, scope.identity);
@@ -162,13 +172,13 @@ export class Pipeline implements ProxyHooks {
         scope.tokenHash = outcome.hash;
         return outcome.info;
       case "missing":
-        this.metrics.authResults.inc({ result: "missing" });
+        this.hot.authResult("missing");
         return this.rejectAnonymous(rt, res, scope, "auth_required").then(nothing);
       case "malformed":
-        this.metrics.authResults.inc({ result: "malformed" });
+        this.hot.authResult("malformed");
         return this.rejectAnonymous(rt, res, scope, "auth_malformed").then(nothing);
       case "invalid":
-        this.metrics.authResults.inc({ result: "invalid" });
+        this.hot.authResult("invalid");
         return this.rejectAnonymous(rt, res, scope, "auth_invalid").then(nothing);
       case "miss":
         break;
@@ -182,7 +192,7 @@ export class Pipeline implements ProxyHooks {
     const guard = known ? null : await this.decide(rt, scope, rt.anonymous, ipKey, false);
     const pending = this.pendingLookups.get(ipKey) ?? 0;
     if (guard !== null && (!guard.allowed || guard.remaining <= pending)) {
-      this.metrics.authResults.inc({ result: "limited" });
+      this.hot.authResult("limited");
       this.useDecision(rt, scope, rt.anonymous, { ...guard, allowed: false, remaining: 0 });
       this.respond(res, scope, "rate_limited");
       return null;
@@ -195,12 +205,12 @@ export class Pipeline implements ProxyHooks {
         return looked.info;
       }
       if (looked.status === "unavailable") {
-        this.metrics.authResults.inc({ result: "unavailable" });
+        this.hot.authResult("unavailable");
         if (guard !== null) this.useDecision(rt, scope, rt.anonymous, guard);
         this.respond(res, scope, "auth_unavailable");
         return null;
       }
-      this.metrics.authResults.inc({ result: "invalid" });
+      this.hot.authResult("invalid");
       // Still pending until counted, so a concurrent peek never sees the budget without this call.
       return await this.rejectAnonymous(rt, res, scope, "auth_invalid").then(nothing);
     } finally {
@@ -246,7 +256,7 @@ export class Pipeline implements ProxyHooks {
           ? "shadow_limited"
           : "limited";
     scope.outcome = outcome;
-    this.metrics.ratelimitDecisions.inc({ class: policy.name, outcome });
+    this.hot.decision(policy.name, outcome);
     return decision;
   }
 
@@ -346,7 +356,7 @@ export class Pipeline implements ProxyHooks {
   }
 
   upstreamResponded(scope: RequestScope, upstream: string): void {
-    this.metrics.upstreamDuration.observe({ upstream }, scope.upstreamMs / 1000);
+    this.hot.upstream(upstream, scope.upstreamMs / 1000);
   }
 
   upstreamError(req: ScopedRequest, res: ScopedResponse | Socket, reason: UpstreamErrorReason): void {
@@ -371,9 +381,8 @@ export class Pipeline implements ProxyHooks {
     const durationMs = performance.now() - scope.startMs;
     const route = scope.route?.prefix ?? "none";
     const cls = scope.className || "none";
-    this.metrics.requests.inc({ route, class: cls, code: status });
-    this.metrics.requestDuration.observe({ route, class: cls }, durationMs / 1000);
-    logAccess(this.logger, scope, status, durationMs);
+    this.hot.request(route, cls, status, durationMs / 1000);
+    logAccess(this.accessLogger, scope, status, durationMs);
   }
 
   private crash(err: unknown, res: ScopedResponse, scope: RequestScope): void {

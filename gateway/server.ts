@@ -11,7 +11,7 @@ import { createAdminServer } from "./admin.js";
 import { HttpDrain } from "./lifecycle.js";
 import { systemClock, type Clock } from "./clock.js";
 import { loadConfig, type LoadedConfig } from "./config/load.js";
-import { createLogger } from "./observability/logger.js";
+import { createLoggers } from "./observability/logger.js";
 import { createMetrics, type GatewayMetrics } from "./observability/metrics.js";
 import { Pipeline } from "./pipeline.js";
 import { buildRuntime, releaseRuntime } from "./runtime.js";
@@ -60,10 +60,13 @@ export interface Gateway {
 export function createGateway(loaded: LoadedConfig, options: GatewayOptions = {}): Gateway {
   const config = loaded.config;
   const clock = options.clock ?? systemClock;
-  const logger = options.logger ?? createLogger(config.log.level);
+  const loggers = options.logger
+    ? { logger: options.logger, access: options.logger }
+    : createLoggers(config.log.level);
+  const logger = loggers.logger;
   const registry = options.registry ?? new Registry();
   const metrics = createMetrics(registry, VERSION);
-  const pipeline = new Pipeline({ clock, metrics, logger });
+  const pipeline = new Pipeline({ clock, metrics, logger, accessLogger: loggers.access });
   const deps = { clock, metrics, logger, baseDir: loaded.baseDir };
   let runtime = buildRuntime(config, deps, pipeline);
   pipeline.setRuntime(runtime);

@@ -44,6 +44,9 @@ export function openRedis(cfg: RedisConfig): RedisClient {
     connectTimeout: Math.max(1000, cfg.command_timeout_ms * 10),
     maxRetriesPerRequest: 1,
     enableOfflineQueue: false,
+    // Calls made in one tick go out in one write (one syscall, one read on the server); each call
+    // is still its own EVALSHA.
+    enableAutoPipelining: true,
     retryStrategy: backoffMs,
     // A demoted primary answers writes with READONLY: reconnect (Sentinel then resolves the new
     // primary); the failed call itself is answered by the failover wrapper.
@@ -54,9 +57,11 @@ export function openRedis(cfg: RedisConfig): RedisClient {
   if (cfg.cluster !== undefined) {
     const nodes = cfg.cluster.map((u) => parseAddress(u, 6379));
     const password = cfg.password ?? nodes.find((n) => n.password !== undefined)?.password;
-    const { retryStrategy: _r, enableOfflineQueue: _q, ...nodeOptions } = common;
+    const { retryStrategy: _r, enableOfflineQueue: _q, enableAutoPipelining: _p, ...nodeOptions } = common;
     const options: ClusterOptions = {
       enableOfflineQueue: false,
+      // No auto-pipelining on Cluster: ioredis cannot slot a script call whose key count is an
+      // argument ("All keys in the pipeline should belong to the same slots allocation group").
       clusterRetryStrategy: backoffMs,
       slotsRefreshTimeout: Math.max(1000, cfg.command_timeout_ms * 10),
       redisOptions: password === undefined ? nodeOptions : { ...nodeOptions, password },

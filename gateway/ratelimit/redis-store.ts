@@ -120,17 +120,24 @@ export class RedisStore implements Limiter {
       policy.algorithm === "sliding_log" && count ? this.nonceTag + (this.seq++).toString(36) : "";
     const script = policy.algorithm === "sliding_log" ? "rlSlidingLog" : "rlSlidingWindow";
     let reply: unknown;
-    const deadline = new Deadline(this.timeoutMs);
     try {
-      // No offline queue: while (re)connecting, wait for `ready` — but never past the deadline.
-      if (this.client.status !== "ready") await deadline.race(this.whenReady());
-      reply = await deadline.race(
-        this.scripts[script](keys.length, ...keys, count ? "1" : "0", nonce, ...windowArgs),
-      );
+      if (this.client.status === "ready") {
+        // Hot path: ioredis's `commandTimeout` bounds the call; no timer or race of our own.
+        reply = await this.scripts[script](keys.length, ...keys, count ? "1" : "0", nonce, ...windowArgs);
+      } else {
+        // No offline queue: while (re)connecting, wait for `ready`, but never past the deadline.
+        const deadline = new Deadline(this.timeoutMs);
+        try {
+          await deadline.race(this.whenReady());
+          reply = await deadline.race(
+            this.scripts[script](keys.length, ...keys, count ? "1" : "0", nonce, ...windowArgs),
+          );
+        } finally {
+          deadline.clear();
+        }
+      }
     } catch (err) {
       throw new LimitStoreError(`redis: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
-    } finally {
-      deadline.clear();
     }
     return toDecision(reply);
   }
@@ -172,7 +179,7 @@ class Deadline {
  * @throws LimitStoreError when the reply has another shape
  */
 function toDecision(reply: unknown): Decision {
-  if (!Array.isArray(reply) || reply.length !== 5 || !reply.every((v) => typeof v === "number")) {
+  if (!Array.isArray(reply) || reply.length !== 5 || !allNumbers(reply)) {
     throw new LimitStoreError(`redis: unexpected script reply ${JSON.stringify(reply)}`);
   }
   const [allowed, limit, remaining, resetAtMs, nowMs] = reply as number[];
@@ -184,4 +191,9 @@ function toDecision(reply: unknown): Decision {
     nowMs: nowMs!,
     degraded: false,
   };
+}
+
+function allNumbers(values: unknown[]): boolean {
+  for (let i = 0; i < values.length; i++) if (typeof values[i] !== "number") return false;
+  return true;
 }

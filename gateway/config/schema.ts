@@ -31,6 +31,12 @@ const httpUrl = z.string().refine((s) => URL.canParse(s) && /^https?:$/.test(new
 
 const upstreamSchema = z.strictObject({
   url: httpUrl.describe("Base URL of the upstream; the request path is appended to its path."),
+  engine: z
+    .enum(["undici", "http-proxy"])
+    .default("undici")
+    .describe(
+      "Client for plain HTTP: `undici` (a connection pool, faster) or `http-proxy` (http-proxy-3). WebSocket upgrades always use http-proxy-3.",
+    ),
   timeout_ms: positiveInt
     .default(30_000)
     .describe(

@@ -1,5 +1,8 @@
 /**
- * One upstream behind the http-proxy API (http-proxy-3): a ProxyServer and a keep-alive agent per
+ * One upstream. Plain HTTP goes through the engine `upstreams.<name>.engine` names: undici
+ * ({@link UndiciForwarder}, the default) or http-proxy-3 as below; WebSocket upgrades always do.
+ *
+ * The http-proxy API (http-proxy-3): a ProxyServer and a keep-alive agent per
  * upstream, connect and response timeouts, response-header decoration in `proxyRes` (editing
  * `proxyRes.headers`, since upstream headers would overwrite earlier `setHeader` calls), and
  * WebSocket upgrades whose 101 carries the gateway's headers (`proxyReqWs`).
@@ -14,6 +17,7 @@ import type { GatewayConfig } from "../config/schema.js";
 import type { UpstreamErrorReason } from "../observability/metrics.js";
 import { SCOPE, type RequestScope, type ScopedRequest, type ScopedResponse } from "../scope.js";
 import { stripHopByHop } from "./forwarded.js";
+import { UndiciForwarder } from "./undici-engine.js";
 
 /** Callbacks into the pipeline, the one place outcomes become responses. */
 export interface ProxyHooks {
@@ -38,18 +42,21 @@ const CONNECT_CODES = new Set([
   CONNECT_TIMEOUT,
 ]);
 
-/** A proxied upstream. */
+/** A proxied upstream: plain HTTP on the configured engine, WebSocket upgrades on http-proxy-3. */
 export class UpstreamProxy {
   readonly name: string;
   private readonly proxy: ProxyServer;
   private readonly agent: http.Agent;
+  /** The undici engine (`engine: undici`), or null when http-proxy-3 forwards plain HTTP too. */
+  private readonly forwarder: UndiciForwarder | null;
 
   /**
    * @param name - the upstream's config name (metrics label)
-   * @param cfg - `upstreams.<name>`: url, timeout_ms (response, ms), connect_timeout_ms (ms), max_sockets, keep_alive_ms
+   * @param cfg - `upstreams.<name>`: url, engine, timeout_ms (response, ms), connect_timeout_ms (ms), max_sockets, keep_alive_ms
    */
   constructor(name: string, cfg: UpstreamConfig, hooks: ProxyHooks) {
     this.name = name;
+    this.forwarder = cfg.engine === "undici" ? new UndiciForwarder(name, cfg, hooks) : null;
     this.agent = new http.Agent({
       keepAlive: true,
       maxSockets: cfg.max_sockets,
@@ -107,7 +114,8 @@ export class UpstreamProxy {
 
   /** Forwards an HTTP request; `req.url` must already hold the path to send. */
   web(req: ScopedRequest, res: ScopedResponse): void {
-    this.proxy.web(req, res);
+    if (this.forwarder !== null) this.forwarder.web(req, res);
+    else this.proxy.web(req, res);
   }
 
   /** Forwards a WebSocket handshake and then pipes both ways. */
@@ -118,6 +126,7 @@ export class UpstreamProxy {
   /** Closes pooled sockets. */
   close(): void {
     this.agent.destroy();
+    this.forwarder?.close();
   }
 }
 

@@ -5,7 +5,7 @@
 import http, { type Server } from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { closeServer, listen, request, type TestResponse } from "../helpers/http.js";
-import { startGateway, testConfig, type TestGateway } from "../helpers/gateway.js";
+import { ENGINES, startGateway, testConfig, type TestGateway, type Engine } from "../helpers/gateway.js";
 
 let upstream: { server: Server; url: string };
 let slow: { server: Server; url: string };
@@ -34,22 +34,25 @@ beforeAll(async () => {
   const dead = await listen(http.createServer());
   deadUrl = dead.url;
   await closeServer(dead.server);
-  gw = await startGateway(
-    testConfig(upstream.url, {
-      upstreams: {
-        docs: { url: upstream.url },
-        slow: { url: slow.url, timeout_ms: 300 },
-        dead: { url: deadUrl, connect_timeout_ms: 500 },
-      },
-      routes: [
-        { prefix: "/v1", upstream: "docs" },
-        { prefix: "/v1/admin", upstream: "docs", scopes: ["admin"] },
-        { prefix: "/slow", upstream: "slow" },
-        { prefix: "/dead", upstream: "dead" },
-      ],
-    }),
-  );
+  gw = await startGateway(gatewayConfig("undici"));
 });
+
+/** The upstreams `docs`, `slow` (never answers, 300 ms timeout) and `dead` (refuses) on `engine`. */
+function gatewayConfig(engine: Engine): Record<string, unknown> {
+  return testConfig(upstream.url, {
+    upstreams: {
+      docs: { url: upstream.url, engine },
+      slow: { url: slow.url, timeout_ms: 300, engine },
+      dead: { url: deadUrl, connect_timeout_ms: 500, engine },
+    },
+    routes: [
+      { prefix: "/v1", upstream: "docs" },
+      { prefix: "/v1/admin", upstream: "docs", scopes: ["admin"] },
+      { prefix: "/slow", upstream: "slow" },
+      { prefix: "/dead", upstream: "dead" },
+    ],
+  });
+}
 
 afterAll(async () => {
   await gw.close();
@@ -98,19 +101,6 @@ describe("responses the gateway itself produces (SPEC §2)", () => {
   it("400 for a malformed percent-encoding", async () => {
     const res = await request(`${gw.url}/v1/%zz`, { headers: auth });
     expectGatewayError(res, 400, "Bad request", "anonymous");
-  });
-
-  it("502 when the upstream refuses the connection, without its address", async () => {
-    const res = await request(`${gw.url}/dead/x`, { headers: auth });
-    expectGatewayError(res, 502, "Bad gateway", "read");
-    expect(res.body).not.toContain(new URL(deadUrl).port);
-  });
-
-  it("504 when the upstream does not answer within timeout_ms", async () => {
-    const started = Date.now();
-    const res = await request(`${gw.url}/slow/x`, { headers: auth });
-    expectGatewayError(res, 504, "Gateway timeout", "read");
-    expect(Date.now() - started).toBeGreaterThanOrEqual(250);
   });
 
   it("503 with Retry-After when the introspection source is unreachable and nothing is cached", async () => {
@@ -163,5 +153,30 @@ describe("responses the gateway itself produces (SPEC §2)", () => {
   it("keeps a well-formed X-Request-Id and sends it back", async () => {
     const res = await request(`${gw.url}/v1/user`, { headers: { "x-request-id": "abc-123" } });
     expect(res.headers["x-request-id"]).toBe("abc-123");
+  });
+});
+
+describe.each(ENGINES)("upstream failures on engine %s (SPEC §2)", (engine) => {
+  let egw: TestGateway;
+
+  beforeAll(async () => {
+    egw = engine === "undici" ? gw : await startGateway(gatewayConfig(engine));
+  });
+
+  afterAll(async () => {
+    if (egw !== gw) await egw.close();
+  });
+
+  it("502 when the upstream refuses the connection, without its address", async () => {
+    const res = await request(`${egw.url}/dead/x`, { headers: auth });
+    expectGatewayError(res, 502, "Bad gateway", "read");
+    expect(res.body).not.toContain(new URL(deadUrl).port);
+  });
+
+  it("504 when the upstream does not answer within timeout_ms", async () => {
+    const started = Date.now();
+    const res = await request(`${egw.url}/slow/x`, { headers: auth });
+    expectGatewayError(res, 504, "Gateway timeout", "read");
+    expect(Date.now() - started).toBeGreaterThanOrEqual(250);
   });
 });

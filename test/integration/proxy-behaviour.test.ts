@@ -1,7 +1,7 @@
 /**
  * SPEC §5-§6 proxying: identity headers replace client copies, hop-by-hop removal, X-Forwarded-*,
  * X-Request-Id both ways, path normalisation before matching and forwarding, streaming in both
- * directions, and client aborts reaching the upstream.
+ * directions, and client aborts reaching the upstream; against each plain-HTTP engine.
  */
 import http, {
   type IncomingHttpHeaders,
@@ -12,7 +12,7 @@ import http, {
 import { once } from "node:events";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { closeServer, listen, rawRequest, request } from "../helpers/http.js";
-import { startGateway, testConfig, type TestGateway } from "../helpers/gateway.js";
+import { ENGINES, startGateway, testConfig, type TestGateway } from "../helpers/gateway.js";
 
 let upstream: { server: Server; url: string };
 let gw: TestGateway;
@@ -43,160 +43,186 @@ beforeAll(async () => {
     res.writeHead(200, { "content-type": "application/json" });
     res.end(JSON.stringify({ url: req.url }));
   });
-  gw = await startGateway(testConfig(upstream.url));
 });
 
 afterAll(async () => {
-  await gw.close();
   await closeServer(upstream.server);
 });
 
 const lastSeen = () => seen[seen.length - 1]!;
 
-describe("upstream request headers", () => {
-  it("replaces spoofed X-Auth-* with the token's identity and forwards Authorization unchanged", async () => {
-    const res = await request(`${gw.url}/v1/user`, {
-      headers: {
-        authorization: "Bearer valid-token",
-        "x-auth-subject": "admin",
-        "x-auth-client-id": "root",
-        "x-auth-scope": "everything",
-      },
+describe.each(ENGINES)("engine %s", (engine) => {
+  beforeAll(async () => {
+    held.clear(); // the streaming tests reuse their hold names on each engine
+    gw = await startGateway(
+      testConfig(upstream.url, {
+        upstreams: {
+          docs: { url: upstream.url, timeout_ms: 2000, engine },
+          based: { url: `${upstream.url}/base/`, engine },
+        },
+        routes: [
+          { prefix: "/v1", upstream: "docs" },
+          { prefix: "/v2", upstream: "based" },
+        ],
+      }),
+    );
+  });
+
+  afterAll(async () => {
+    await gw.close();
+  });
+
+  describe("upstream request headers", () => {
+    it("replaces spoofed X-Auth-* with the token's identity and forwards Authorization unchanged", async () => {
+      const res = await request(`${gw.url}/v1/user`, {
+        headers: {
+          authorization: "Bearer valid-token",
+          "x-auth-subject": "admin",
+          "x-auth-client-id": "root",
+          "x-auth-scope": "everything",
+        },
+      });
+      expect(res.status).toBe(200);
+      const h = lastSeen().headers;
+      expect(h["x-auth-subject"]).toBe("alice");
+      expect(h["x-auth-client-id"]).toBe("web");
+      expect(h["x-auth-scope"]).toBe("read write");
+      expect(h.authorization).toBe("Bearer valid-token");
     });
+
+    it("removes a spoofed X-Auth-Subject when the token has no sub", async () => {
+      await request(`${gw.url}/v1/user`, {
+        headers: { authorization: "Bearer client-token", "x-auth-subject": "admin" },
+      });
+      const h = lastSeen().headers;
+      expect(h["x-auth-subject"]).toBeUndefined();
+      expect(h["x-auth-client-id"]).toBe("svc");
+    });
+
+    it("drops hop-by-hop headers, including those named by Connection", async () => {
+      const raw = await rawRequest(
+        Number(new URL(gw.url).port),
+        "GET /v1/user HTTP/1.1\r\nHost: api.example\r\nAuthorization: Bearer valid-token\r\n" +
+          "Connection: close, x-secret\r\nX-Secret: 1\r\nTE: trailers\r\nProxy-Authorization: Basic eA==\r\nKeep-Alive: 5\r\n\r\n",
+      );
+      expect(raw).toMatch(/^HTTP\/1.1 200/);
+      const h = lastSeen().headers;
+      expect(h["x-secret"]).toBeUndefined();
+      expect(h["te"]).toBeUndefined();
+      expect(h["proxy-authorization"]).toBeUndefined();
+      expect(h["keep-alive"]).toBeUndefined();
+    });
+
+    it("sets X-Forwarded-For/-Proto/-Host and X-Request-Id", async () => {
+      const res = await request(`${gw.url}/v1/user`, {
+        headers: {
+          authorization: "Bearer valid-token",
+          "x-forwarded-for": "10.9.9.9",
+          "x-request-id": "trace-1",
+        },
+      });
+      const h = lastSeen().headers;
+      expect(h["x-forwarded-for"]).toBe("10.9.9.9, 127.0.0.1");
+      expect(h["x-forwarded-proto"]).toBe("http");
+      expect(h["x-forwarded-host"]).toBe(new URL(gw.url).host);
+      expect(h["x-request-id"]).toBe("trace-1");
+      expect(res.headers["x-request-id"]).toBe("trace-1");
+    });
+
+    it("drops hop-by-hop headers of the upstream's response", async () => {
+      const res = await request(`${gw.url}/v1/hop`, { headers: { authorization: "Bearer valid-token" } });
+      expect(res.headers["x-hop"]).toBeUndefined();
+      expect(res.headers["keep-alive"]).not.toBe("timeout=99");
+      expect(res.headers["x-end"]).toBe("kept");
+    });
+  });
+
+  it("appends the forwarded path and query to the upstream URL's own path", async () => {
+    const res = await request(`${gw.url}/v2/x?q=1`, { headers: { authorization: "Bearer valid-token" } });
     expect(res.status).toBe(200);
-    const h = lastSeen().headers;
-    expect(h["x-auth-subject"]).toBe("alice");
-    expect(h["x-auth-client-id"]).toBe("web");
-    expect(h["x-auth-scope"]).toBe("read write");
-    expect(h.authorization).toBe("Bearer valid-token");
+    expect(lastSeen().url).toBe("/base/v2/x?q=1");
   });
 
-  it("removes a spoofed X-Auth-Subject when the token has no sub", async () => {
-    await request(`${gw.url}/v1/user`, {
-      headers: { authorization: "Bearer client-token", "x-auth-subject": "admin" },
-    });
-    const h = lastSeen().headers;
-    expect(h["x-auth-subject"]).toBeUndefined();
-    expect(h["x-auth-client-id"]).toBe("svc");
-  });
-
-  it("drops hop-by-hop headers, including those named by Connection", async () => {
-    const raw = await rawRequest(
-      Number(new URL(gw.url).port),
-      "GET /v1/user HTTP/1.1\r\nHost: api.example\r\nAuthorization: Bearer valid-token\r\n" +
-        "Connection: close, x-secret\r\nX-Secret: 1\r\nTE: trailers\r\nProxy-Authorization: Basic eA==\r\nKeep-Alive: 5\r\n\r\n",
-    );
-    expect(raw).toMatch(/^HTTP\/1.1 200/);
-    const h = lastSeen().headers;
-    expect(h["x-secret"]).toBeUndefined();
-    expect(h["te"]).toBeUndefined();
-    expect(h["proxy-authorization"]).toBeUndefined();
-    expect(h["keep-alive"]).toBeUndefined();
-  });
-
-  it("sets X-Forwarded-For/-Proto/-Host and X-Request-Id", async () => {
-    const res = await request(`${gw.url}/v1/user`, {
-      headers: {
-        authorization: "Bearer valid-token",
-        "x-forwarded-for": "10.9.9.9",
-        "x-request-id": "trace-1",
-      },
-    });
-    const h = lastSeen().headers;
-    expect(h["x-forwarded-for"]).toBe("10.9.9.9, 127.0.0.1");
-    expect(h["x-forwarded-proto"]).toBe("http");
-    expect(h["x-forwarded-host"]).toBe(new URL(gw.url).host);
-    expect(h["x-request-id"]).toBe("trace-1");
-    expect(res.headers["x-request-id"]).toBe("trace-1");
-  });
-
-  it("drops hop-by-hop headers of the upstream's response", async () => {
-    const res = await request(`${gw.url}/v1/hop`, { headers: { authorization: "Bearer valid-token" } });
-    expect(res.headers["x-hop"]).toBeUndefined();
-    expect(res.headers["keep-alive"]).not.toBe("timeout=99");
-    expect(res.headers["x-end"]).toBe("kept");
-  });
-});
-
-describe("path normalisation", () => {
-  it.each([
-    ["/v1/./search", "/v1/search"],
-    ["/v1/%73earch", "/v1/%73earch"],
-    ["/v1/x/../search", "/v1/search"],
-    ["/v1/x/%2e%2e/search", "/v1/search"],
-    ["/v1/search/", "/v1/search/"],
-  ])("%s is classed as search and forwarded as %s", async (path, forwarded) => {
-    const res = await rawRequest(
-      Number(new URL(gw.url).port),
-      `GET ${path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer reader-token\r\nConnection: close\r\n\r\n`,
-    );
-    expect(res).toMatch(/^HTTP\/1.1 200/);
-    expect(res).toMatch(/x-ratelimit-resource: search/i);
-    expect(lastSeen().url).toBe(forwarded);
-  });
-
-  it.each(["/v1/../admin", "/v1/%2e%2e/admin", "/v1/x/%2E%2E/%2e%2e/admin", "/v10/search"])(
-    "%s leaves the route and gets 404",
-    async (path) => {
+  describe("path normalisation", () => {
+    it.each([
+      ["/v1/./search", "/v1/search"],
+      ["/v1/%73earch", "/v1/%73earch"],
+      ["/v1/x/../search", "/v1/search"],
+      ["/v1/x/%2e%2e/search", "/v1/search"],
+      ["/v1/search/", "/v1/search/"],
+    ])("%s is classed as search and forwarded as %s", async (path, forwarded) => {
       const res = await rawRequest(
         Number(new URL(gw.url).port),
         `GET ${path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer reader-token\r\nConnection: close\r\n\r\n`,
       );
-      expect(res).toMatch(/^HTTP\/1.1 404/);
-    },
-  );
-});
-
-describe("streaming", () => {
-  it("streams the response: the client reads the first chunk before the upstream ends", async () => {
-    const req = http.request(`${gw.url}/v1/stream`, {
-      headers: { authorization: "Bearer valid-token", "x-hold": "down" },
+      expect(res).toMatch(/^HTTP\/1.1 200/);
+      expect(res).toMatch(/x-ratelimit-resource: search/i);
+      expect(lastSeen().url).toBe(forwarded);
     });
-    req.end();
-    if (!held.has("down")) await once(heldEvents, "down");
-    const { res: upstreamRes } = held.get("down")!;
-    upstreamRes.writeHead(200, { "content-type": "text/plain" });
-    upstreamRes.write("first-chunk;");
-    const [res] = (await once(req, "response")) as [IncomingMessage];
-    const [chunk] = (await once(res, "data")) as [Buffer];
-    expect(chunk.toString()).toBe("first-chunk;");
-    upstreamRes.end("last");
-    const rest: Buffer[] = [];
-    res.on("data", (c: Buffer) => rest.push(c));
-    await once(res, "end");
-    expect(Buffer.concat(rest).toString()).toBe("last");
+
+    it.each(["/v1/../admin", "/v1/%2e%2e/admin", "/v1/x/%2E%2E/%2e%2e/admin", "/v10/search"])(
+      "%s leaves the route and gets 404",
+      async (path) => {
+        const res = await rawRequest(
+          Number(new URL(gw.url).port),
+          `GET ${path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer reader-token\r\nConnection: close\r\n\r\n`,
+        );
+        expect(res).toMatch(/^HTTP\/1.1 404/);
+      },
+    );
   });
 
-  it("streams the request body: the upstream reads the first chunk before the client ends", async () => {
-    const req = http.request(`${gw.url}/v1/upload`, {
-      method: "POST",
-      headers: { authorization: "Bearer valid-token", "x-hold": "up", "transfer-encoding": "chunked" },
+  describe("streaming", () => {
+    it("streams the response: the client reads the first chunk before the upstream ends", async () => {
+      const req = http.request(`${gw.url}/v1/stream`, {
+        headers: { authorization: "Bearer valid-token", "x-hold": "down" },
+      });
+      req.end();
+      if (!held.has("down")) await once(heldEvents, "down");
+      const { res: upstreamRes } = held.get("down")!;
+      upstreamRes.writeHead(200, { "content-type": "text/plain" });
+      upstreamRes.write("first-chunk;");
+      const [res] = (await once(req, "response")) as [IncomingMessage];
+      const [chunk] = (await once(res, "data")) as [Buffer];
+      expect(chunk.toString()).toBe("first-chunk;");
+      upstreamRes.end("last");
+      const rest: Buffer[] = [];
+      res.on("data", (c: Buffer) => rest.push(c));
+      await once(res, "end");
+      expect(Buffer.concat(rest).toString()).toBe("last");
     });
-    req.write("part-1;");
-    if (!held.has("up")) await once(heldEvents, "up");
-    const { req: upstreamReq, res: upstreamRes } = held.get("up")!;
-    const [chunk] = (await once(upstreamReq, "data")) as [Buffer];
-    expect(chunk.toString()).toBe("part-1;");
-    req.end("part-2");
-    const [more] = (await once(upstreamReq, "data")) as [Buffer];
-    expect(more.toString()).toBe("part-2");
-    upstreamRes.end("done");
-    const [res] = (await once(req, "response")) as [IncomingMessage];
-    expect(res.statusCode).toBe(200);
-    res.resume();
-  });
 
-  it("a client abort aborts the upstream request", async () => {
-    const req = http.request(`${gw.url}/v1/abort`, {
-      headers: { authorization: "Bearer valid-token", "x-hold": "abort" },
+    it("streams the request body: the upstream reads the first chunk before the client ends", async () => {
+      const req = http.request(`${gw.url}/v1/upload`, {
+        method: "POST",
+        headers: { authorization: "Bearer valid-token", "x-hold": "up", "transfer-encoding": "chunked" },
+      });
+      req.write("part-1;");
+      if (!held.has("up")) await once(heldEvents, "up");
+      const { req: upstreamReq, res: upstreamRes } = held.get("up")!;
+      const [chunk] = (await once(upstreamReq, "data")) as [Buffer];
+      expect(chunk.toString()).toBe("part-1;");
+      req.end("part-2");
+      const [more] = (await once(upstreamReq, "data")) as [Buffer];
+      expect(more.toString()).toBe("part-2");
+      upstreamRes.end("done");
+      const [res] = (await once(req, "response")) as [IncomingMessage];
+      expect(res.statusCode).toBe(200);
+      res.resume();
     });
-    req.on("error", () => {});
-    req.end();
-    if (!held.has("abort")) await once(heldEvents, "abort");
-    const { res: upstreamRes } = held.get("abort")!;
-    const closed = once(upstreamRes, "close");
-    req.destroy();
-    await closed;
-    expect(upstreamRes.writableFinished).toBe(false);
+
+    it("a client abort aborts the upstream request", async () => {
+      const req = http.request(`${gw.url}/v1/abort`, {
+        headers: { authorization: "Bearer valid-token", "x-hold": "abort" },
+      });
+      req.on("error", () => {});
+      req.end();
+      if (!held.has("abort")) await once(heldEvents, "abort");
+      const { res: upstreamRes } = held.get("abort")!;
+      const closed = once(upstreamRes, "close");
+      req.destroy();
+      await closed;
+      expect(upstreamRes.writableFinished).toBe(false);
+    });
   });
 });

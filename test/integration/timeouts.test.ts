@@ -10,7 +10,7 @@ import { once } from "node:events";
 import http, { type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import net from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startGateway, testConfig, type TestGateway } from "../helpers/gateway.js";
+import { ENGINES, startGateway, testConfig, type Engine, type TestGateway } from "../helpers/gateway.js";
 import { closeServer, listen, request } from "../helpers/http.js";
 
 const CONNECT_TIMEOUT_MS = 300;
@@ -72,27 +72,30 @@ beforeAll(async () => {
     const t = performance.now();
     upstreamSockets.push({ socket, closedAt: once(socket, "close").then(() => performance.now() - t) });
   });
-  gw = await startGateway(
-    testConfig(upstream.url, {
-      listen: {
-        host: "127.0.0.1",
-        port: 0,
-        grace_ms: 1000,
-        headers_timeout_ms: HEADERS_TIMEOUT_MS,
-        request_timeout_ms: 10_000,
-        keep_alive_timeout_ms: KEEP_ALIVE_TIMEOUT_MS,
-      },
-      upstreams: {
-        docs: { url: upstream.url, timeout_ms: RESPONSE_TIMEOUT_MS, keep_alive_ms: UPSTREAM_IDLE_MS },
-        dark: { url: `http://127.0.0.1:${blackhole.port}`, connect_timeout_ms: CONNECT_TIMEOUT_MS },
-      },
-      routes: [
-        { prefix: "/v1", upstream: "docs" },
-        { prefix: "/dark", upstream: "dark" },
-      ],
-    }),
-  );
+  gw = await startGateway(gatewayConfig("undici"));
 });
+
+/** Upstreams `docs` and `dark` (never accepts) on `engine`, and the client-side timeouts. */
+function gatewayConfig(engine: Engine): Record<string, unknown> {
+  return testConfig(upstream.url, {
+    listen: {
+      host: "127.0.0.1",
+      port: 0,
+      grace_ms: 1000,
+      headers_timeout_ms: HEADERS_TIMEOUT_MS,
+      request_timeout_ms: 10_000,
+      keep_alive_timeout_ms: KEEP_ALIVE_TIMEOUT_MS,
+    },
+    upstreams: {
+      docs: { url: upstream.url, timeout_ms: RESPONSE_TIMEOUT_MS, keep_alive_ms: UPSTREAM_IDLE_MS, engine },
+      dark: { url: `http://127.0.0.1:${blackhole.port}`, connect_timeout_ms: CONNECT_TIMEOUT_MS, engine },
+    },
+    routes: [
+      { prefix: "/v1", upstream: "docs" },
+      { prefix: "/dark", upstream: "dark" },
+    ],
+  });
+}
 
 afterAll(async () => {
   await gw?.close();
@@ -108,22 +111,32 @@ async function timed<T>(work: Promise<T>): Promise<[T, number]> {
   return [value, performance.now() - t0];
 }
 
-describe("upstream timeouts", () => {
+describe.each(ENGINES)("upstream timeouts on engine %s", (engine) => {
+  let egw: TestGateway;
+
+  beforeAll(async () => {
+    egw = engine === "undici" ? gw : await startGateway(gatewayConfig(engine));
+  });
+
+  afterAll(async () => {
+    if (egw !== gw) await egw.close();
+  });
+
   it("answers 502 when the upstream does not accept the connection within connect_timeout_ms", async () => {
-    const [res, ms] = await timed(request(`${gw.url}/dark/x`, { headers: AUTH }));
+    const [res, ms] = await timed(request(`${egw.url}/dark/x`, { headers: AUTH }));
     expect(res.status).toBe(502);
     expect(JSON.parse(res.body)).toEqual({ error: { code: 502, message: "Bad gateway" } });
     expect(res.headers["x-ratelimit-limit"]).toBeDefined();
     expect(ms).toBeGreaterThanOrEqual(CONNECT_TIMEOUT_MS - 20);
     expect(ms).toBeLessThan(CONNECT_TIMEOUT_MS + SLACK_MS);
-    const metrics = await request(`${gw.adminUrl}/metrics`);
+    const metrics = await request(`${egw.adminUrl}/metrics`);
     expect(metrics.body).toMatch(
       /gateway_upstream_errors_total\{[^}]*upstream="dark"[^}]*reason="connect"[^}]*\} 1/,
     );
   });
 
   it("answers 504 when the upstream does not start its response within timeout_ms", async () => {
-    const [res, ms] = await timed(request(`${gw.url}/v1/never`, { headers: AUTH }));
+    const [res, ms] = await timed(request(`${egw.url}/v1/never`, { headers: AUTH }));
     expect(res.status).toBe(504);
     expect(JSON.parse(res.body)).toEqual({ error: { code: 504, message: "Gateway timeout" } });
     expect(ms).toBeGreaterThanOrEqual(RESPONSE_TIMEOUT_MS - 20);
@@ -133,7 +146,7 @@ describe("upstream timeouts", () => {
   it("cuts a response whose body stays silent for timeout_ms (never a short body that looks complete)", async () => {
     const t0 = performance.now();
     const outcome = await new Promise<string>((resolve) => {
-      http.get(`${gw.url}/v1/stall-mid-body`, { headers: AUTH, agent: false }, (res) => {
+      http.get(`${egw.url}/v1/stall-mid-body`, { headers: AUTH, agent: false }, (res) => {
         let n = 0;
         res.on("data", (c: Buffer) => (n += c.length));
         res.on("end", () => resolve(`ended after ${n} bytes`));
@@ -150,7 +163,7 @@ describe("upstream timeouts", () => {
 
   it("closes pooled upstream sockets idle for keep_alive_ms", async () => {
     const before = upstreamSockets.length;
-    expect((await request(`${gw.url}/v1/pool`, { headers: AUTH })).status).toBe(200);
+    expect((await request(`${egw.url}/v1/pool`, { headers: AUTH })).status).toBe(200);
     const opened = upstreamSockets.slice(before);
     expect(opened.length).toBe(1);
     const aliveMs = await opened[0]!.closedAt;

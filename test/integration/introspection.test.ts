@@ -5,8 +5,6 @@
  */
 import http from "node:http";
 import type { AddressInfo } from "node:net";
-// @ts-expect-error -- oidc-provider ships no types; the part used here is typed just below.
-import UntypedProvider from "oidc-provider";
 import { pino } from "pino";
 import { Registry } from "prom-client";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -20,28 +18,17 @@ import {
 } from "../../gateway/auth/types.js";
 import type { TokenCacheConfig } from "../../gateway/config/schema.js";
 import { createMetrics } from "../../gateway/observability/metrics.js";
-
-/** The slice of oidc-provider 9's `Provider` this file uses. */
-const Provider = UntypedProvider as new (
-  issuer: string,
-  configuration: Record<string, unknown>,
-) => { callback(): http.RequestListener };
+import {
+  GATEWAY_CLIENT_ID as GATEWAY_ID,
+  GATEWAY_CLIENT_SECRET as GATEWAY_SECRET,
+  startAuthServer,
+  type AuthServer,
+} from "../helpers/oidc.js";
 
 const metrics = createMetrics(new Registry(), "test");
 const silent = pino({ level: "silent" });
-const GATEWAY_ID = "gateway";
-/** Exercises RFC 6749 §2.3.1 form-encoding before base64: space, colon, plus, percent. */
-const GATEWAY_SECRET = "gw secret:+/%&=";
+/** Lifetime of the tokens the helper's server issues by default (s). */
 const TOKEN_TTL_S = 600;
-
-interface AuthServer {
-  introspectionUrl: string;
-  /** HTTP requests that reached the introspection endpoint. */
-  introspections: () => number;
-  /** A real access token from the client_credentials grant. */
-  issueToken: (scope: string) => Promise<string>;
-  stop: () => Promise<void>;
-}
 
 async function listen(server: http.Server): Promise<string> {
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
@@ -51,53 +38,6 @@ async function listen(server: http.Server): Promise<string> {
 async function stopServer(server: http.Server): Promise<void> {
   server.closeAllConnections();
   await new Promise<void>((resolve) => server.close(() => resolve()));
-}
-
-async function startAuthServer(): Promise<AuthServer> {
-  let introspections = 0;
-  let handle: http.RequestListener = () => {};
-  const server = http.createServer((req, res) => {
-    if (req.url === "/token/introspection") introspections += 1;
-    handle(req, res);
-  });
-  const issuer = await listen(server);
-  const client = (client_id: string, client_secret: string) => ({
-    client_id,
-    client_secret,
-    grant_types: ["client_credentials"],
-    response_types: [],
-    redirect_uris: [],
-    token_endpoint_auth_method: "client_secret_basic",
-    scope: "read write",
-  });
-  const provider = new Provider(issuer, {
-    clients: [client("app", "app-secret"), client(GATEWAY_ID, GATEWAY_SECRET)],
-    scopes: ["read", "write"],
-    features: {
-      devInteractions: { enabled: false },
-      clientCredentials: { enabled: true },
-      introspection: { enabled: true, allowedPolicy: () => true },
-    },
-    ttl: { ClientCredentials: TOKEN_TTL_S },
-    cookies: { keys: ["test-cookie-key"] },
-  });
-  handle = provider.callback();
-  const appBasic = `Basic ${Buffer.from("app:app-secret").toString("base64")}`;
-  return {
-    introspectionUrl: `${issuer}/token/introspection`,
-    introspections: () => introspections,
-    issueToken: async (scope) => {
-      const res = await fetch(`${issuer}/token`, {
-        method: "POST",
-        headers: { authorization: appBasic, "content-type": "application/x-www-form-urlencoded" },
-        body: new URLSearchParams({ grant_type: "client_credentials", scope }).toString(),
-      });
-      const body = (await res.json()) as { access_token?: string };
-      if (res.status !== 200 || body.access_token === undefined) throw new Error(JSON.stringify(body));
-      return body.access_token;
-    },
-    stop: () => stopServer(server),
-  };
 }
 
 function newClient(url: string, clientSecret = GATEWAY_SECRET, timeoutMs = 2_000): IntrospectionClient {

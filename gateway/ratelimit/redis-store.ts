@@ -28,16 +28,14 @@ interface Plan {
   windowArgs: number[];
 }
 
-const scriptSources = new Map<string, string>();
-
 /** Reads `lua/<name>.lua` next to this module (the build copies them to `dist/`). */
+function readLua(name: string): string {
+  return readFileSync(new URL(`./lua/${name}.lua`, import.meta.url), "utf8");
+}
+
+/** A limiter script: its own body followed by the shared reply (`lua/reply.lua`). */
 function luaSource(name: string): string {
-  let src = scriptSources.get(name);
-  if (src === undefined) {
-    src = readFileSync(new URL(`./lua/${name}.lua`, import.meta.url), "utf8");
-    scriptSources.set(name, src);
-  }
-  return src;
+  return `${readLua(name)}\n${readLua("reply")}`;
 }
 
 /** Options of {@link RedisStore}. */

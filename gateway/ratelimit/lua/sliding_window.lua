@@ -77,21 +77,4 @@ if allowed and count then
   end
 end
 
--- pickReported
-local best = 0
-for i = 1, n do
-  if allowed or not fits[i] then
-    if best == 0 then
-      best = i
-    elseif allowed then
-      if rems[i] < rems[best] or (rems[i] == rems[best] and resets[i] > resets[best]) then best = i end
-    elseif resets[i] > resets[best] then
-      best = i
-    end
-  end
-end
-
-local limit = tonumber(ARGV[2 * best + 1])
-local remaining = rems[best]
-if allowed and not count then remaining = math.min(limit, remaining + 1) end
-return { allowed and 1 or 0, limit, remaining, resets[best], now }
+-- The reply (pickReported) is appended from reply.lua when the script is loaded.

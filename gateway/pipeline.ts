@@ -355,8 +355,22 @@ export class Pipeline implements ProxyHooks {
     }
   }
 
-  upstreamResponded(scope: RequestScope, upstream: string): void {
+  upstreamResponseHead(
+    headers: IncomingHttpHeaders,
+    req: ScopedRequest,
+    res: ScopedResponse,
+    upstream: string,
+  ): void {
+    const scope = req[SCOPE];
+    if (scope === undefined) return;
+    scope.upstreamMs = performance.now() - scope.upstreamStartMs;
     this.hot.upstream(upstream, scope.upstreamMs / 1000);
+    stripHopByHop(headers);
+    // Node re-frames the body for the client (chunked, or close-delimited for HTTP/1.0).
+    if (headers["transfer-encoding"] !== undefined) delete headers["transfer-encoding"];
+    // The client's own Connection header was stripped before forwarding; answer by its connection.
+    headers.connection = res.shouldKeepAlive ? "keep-alive" : "close";
+    this.decorate(headers, scope);
   }
 
   upstreamError(req: ScopedRequest, res: ScopedResponse | Socket, reason: UpstreamErrorReason): void {

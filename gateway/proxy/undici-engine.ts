@@ -21,9 +21,8 @@ import type { IncomingHttpHeaders } from "node:http";
 import { performance } from "node:perf_hooks";
 import { Pool, type Dispatcher } from "undici";
 import type { GatewayConfig } from "../config/schema.js";
-import type { UpstreamErrorReason } from "../observability/metrics.js";
 import { SCOPE, type ScopedRequest, type ScopedResponse } from "../scope.js";
-import { stripHopByHop } from "./forwarded.js";
+import { upstreamErrorReason } from "./upstream-errors.js";
 import type { ProxyHooks } from "./upstream-proxy.js";
 
 type UpstreamConfig = GatewayConfig["upstreams"][string];
@@ -38,17 +37,6 @@ type ForwardedResponse = ScopedResponse & { [FORWARD]?: Forward };
  * itself) are left to here, as is an `upgrade` kept on a GET that was not a real upgrade.
  */
 const REFUSED_BY_UNDICI = ["transfer-encoding", "expect", "connection", "keep-alive", "upgrade"];
-
-/** undici's stable error codes (and the socket's errno) by the reason the metrics report. */
-const TIMEOUT_CODES = new Set(["UND_ERR_HEADERS_TIMEOUT", "UND_ERR_BODY_TIMEOUT"]);
-const CONNECT_CODES = new Set([
-  "UND_ERR_CONNECT_TIMEOUT",
-  "ECONNREFUSED",
-  "ENOTFOUND",
-  "EHOSTUNREACH",
-  "ENETUNREACH",
-  "EAI_AGAIN",
-]);
 
 const CLIENT_ABORTED = new Error("client closed the connection");
 
@@ -136,22 +124,10 @@ class Forward implements Dispatcher.DispatchHandler {
   ): void {
     // 1xx interim responses are not relayed (Node answers `Expect: 100-continue` itself).
     if (statusCode < 200) return;
-    const res = this.res;
     // undici parses into a fresh object per response: ours to edit (repeated fields are arrays).
     const headers = parsed as IncomingHttpHeaders;
-    stripHopByHop(headers);
-    // Node re-frames the body for the client (chunked or close-delimited for HTTP/1.0).
-    if (headers["transfer-encoding"] !== undefined) delete headers["transfer-encoding"];
-    // The client's own Connection header was stripped before forwarding; answer by its connection.
-    headers.connection = res.shouldKeepAlive ? "keep-alive" : "close";
-    const scope = this.req[SCOPE];
-    if (scope !== undefined) {
-      scope.upstreamMs = performance.now() - scope.upstreamStartMs;
-      const hooks = this.forwarder.hooks;
-      hooks.upstreamResponded(scope, this.forwarder.name);
-      hooks.decorate(headers, scope);
-    }
-    res.writeHead(statusCode, statusMessage === "" ? undefined : statusMessage, headers);
+    this.forwarder.hooks.upstreamResponseHead(headers, this.req, this.res, this.forwarder.name);
+    this.res.writeHead(statusCode, statusMessage === "" ? undefined : statusMessage, headers);
   }
 
   onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
@@ -172,16 +148,8 @@ class Forward implements Dispatcher.DispatchHandler {
     const res = this.res;
     // The client left (abort, or a broken request body): there is no one to answer.
     if (this.clientGone || res.destroyed || req.socket.destroyed) return;
-    this.forwarder.hooks.upstreamError(req, res, reasonOf(err));
+    this.forwarder.hooks.upstreamError(req, res, upstreamErrorReason(err));
   }
-}
-
-function reasonOf(err: Error): UpstreamErrorReason {
-  const code = (err as NodeJS.ErrnoException).code;
-  if (code === undefined) return "reset";
-  if (TIMEOUT_CODES.has(code)) return "timeout";
-  if (CONNECT_CODES.has(code)) return "connect";
-  return "reset";
 }
 
 function onClientClose(this: ForwardedResponse): void {

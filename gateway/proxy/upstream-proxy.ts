@@ -16,31 +16,28 @@ import { ProxyServer } from "http-proxy-3";
 import type { GatewayConfig } from "../config/schema.js";
 import type { UpstreamErrorReason } from "../observability/metrics.js";
 import { SCOPE, type RequestScope, type ScopedRequest, type ScopedResponse } from "../scope.js";
-import { stripHopByHop } from "./forwarded.js";
+import { CONNECT_TIMEOUT_CODE, RESPONSE_TIMEOUT_CODE, upstreamErrorReason } from "./upstream-errors.js";
 import { UndiciForwarder } from "./undici-engine.js";
 
 /** Callbacks into the pipeline, the one place outcomes become responses. */
 export interface ProxyHooks {
-  /** Adds the gateway's headers to the upstream's response headers (in place). */
+  /** Adds the gateway's headers to headers about to go out (in place): the WebSocket 101. */
   decorate(headers: IncomingHttpHeaders, scope: RequestScope): void;
+  /**
+   * The upstream's response head arrived, whichever engine fetched it: time it, drop its
+   * hop-by-hop fields and add the gateway's headers, in place, before it is written to `res`.
+   */
+  upstreamResponseHead(
+    headers: IncomingHttpHeaders,
+    req: ScopedRequest,
+    res: ScopedResponse,
+    upstream: string,
+  ): void;
   /** The upstream failed before a response started (`res` is still writable) or after (it is not). */
   upstreamError(req: ScopedRequest, res: ScopedResponse | Socket, reason: UpstreamErrorReason): void;
-  /** Upstream response headers arrived after `upstreamMs`. */
-  upstreamResponded(scope: RequestScope, upstream: string): void;
 }
 
 type UpstreamConfig = GatewayConfig["upstreams"][string];
-
-const TIMEOUT = "EUPSTREAMTIMEOUT";
-const CONNECT_TIMEOUT = "EUPSTREAMCONNECTTIMEOUT";
-const CONNECT_CODES = new Set([
-  "ECONNREFUSED",
-  "ENOTFOUND",
-  "EHOSTUNREACH",
-  "ENETUNREACH",
-  "EAI_AGAIN",
-  CONNECT_TIMEOUT,
-]);
 
 /** A proxied upstream: plain HTTP on the configured engine, WebSocket upgrades on http-proxy-3. */
 export class UpstreamProxy {
@@ -83,14 +80,7 @@ export class UpstreamProxy {
       },
     );
     this.proxy.on("proxyRes", (proxyRes: IncomingMessage, req: IncomingMessage, res: ScopedResponse) => {
-      const scope = (req as ScopedRequest)[SCOPE];
-      if (scope === undefined) return;
-      scope.upstreamMs = performance.now() - scope.upstreamStartMs;
-      hooks.upstreamResponded(scope, name);
-      stripHopByHop(proxyRes.headers);
-      // The client's own Connection header was stripped before forwarding; answer by its connection.
-      proxyRes.headers.connection = res.shouldKeepAlive ? "keep-alive" : "close";
-      hooks.decorate(proxyRes.headers, scope);
+      hooks.upstreamResponseHead(proxyRes.headers, req, res, name);
     });
     this.proxy.on("proxyReqWs", (proxyReq: ClientRequest, req: IncomingMessage, socket: Socket) => {
       if (socket.connecting) armConnectTimer(proxyReq, socket, connectTimeoutMs);
@@ -105,7 +95,7 @@ export class UpstreamProxy {
     this.proxy.on(
       "error",
       (err: NodeJS.ErrnoException, req: IncomingMessage, res: ScopedResponse | Socket) => {
-        hooks.upstreamError(req as ScopedRequest, res, reasonOf(err));
+        hooks.upstreamError(req as ScopedRequest, res, upstreamErrorReason(err));
       },
     );
     // A client abort during the upstream exchange: nothing to answer, http-proxy destroys the request.
@@ -130,15 +120,9 @@ export class UpstreamProxy {
   }
 }
 
-function reasonOf(err: NodeJS.ErrnoException): UpstreamErrorReason {
-  if (err.code === TIMEOUT) return "timeout";
-  if (err.code !== undefined && CONNECT_CODES.has(err.code)) return "connect";
-  return "reset";
-}
-
 function onResponseTimeout(this: ClientRequest): void {
   const err: NodeJS.ErrnoException = new Error("upstream timed out");
-  err.code = TIMEOUT;
+  err.code = RESPONSE_TIMEOUT_CODE;
   this.destroy(err);
 }
 
@@ -146,7 +130,7 @@ function onResponseTimeout(this: ClientRequest): void {
 function armConnectTimer(proxyReq: ClientRequest, socket: Socket, ms: number): void {
   const timer = setTimeout(() => {
     const err: NodeJS.ErrnoException = new Error("upstream connect timed out");
-    err.code = CONNECT_TIMEOUT;
+    err.code = CONNECT_TIMEOUT_CODE;
     proxyReq.destroy(err);
   }, ms);
   timer.unref();

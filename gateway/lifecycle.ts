@@ -35,11 +35,6 @@ export class HttpDrain {
     server.prependListener("upgrade", this.onUpgrade);
   }
 
-  /** True once {@link drain} started. */
-  get isDraining(): boolean {
-    return this.draining;
-  }
-
   /**
    * Stops accepting, closes idle keep-alive sockets at once and every other connection as soon as
    * its response is out; at `graceMs` destroys what is left (requests and upgraded sockets).

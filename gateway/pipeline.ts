@@ -13,7 +13,7 @@ import http, { type IncomingHttpHeaders, type OutgoingHttpHeaders } from "node:h
 import type { Socket } from "node:net";
 import { performance } from "node:perf_hooks";
 import type { Logger } from "pino";
-import { authenticateCached, hasScopes, isUsable } from "./auth/authenticate.js";
+import { authenticateCached, hasScopes } from "./auth/authenticate.js";
 import { identityOf, type TokenInfo } from "./auth/types.js";
 import type { Clock } from "./clock.js";
 import { ERROR_CATALOG, errorBody, type ErrorCode } from "./errors.js";
@@ -134,7 +134,6 @@ export class Pipeline implements ProxyHooks {
 
     const info = await this.authenticate(rt, req, res, scope);
     if (info === null) return;
-    scope.token = info;
     // A token without sub/client_id is its own identity (by hash, never the token).
     scope.identity = identityOf(info) ?? `token:${scope.tokenHash.slice(0, 32)}`;
     // Counted once per authenticated call, whatever follows (429, 503, /rate_limit included).
@@ -165,8 +164,7 @@ export class Pipeline implements ProxyHooks {
     res: ScopedResponse,
     scope: RequestScope,
   ): Promise<TokenInfo | null> {
-    const nowS = this.clock.nowMs() / 1000;
-    const outcome = authenticateCached(req.headers.authorization, rt.tokenCache, nowS);
+    const outcome = authenticateCached(req.headers.authorization, rt.tokenCache);
     switch (outcome.kind) {
       case "valid":
         scope.tokenHash = outcome.hash;
@@ -200,7 +198,7 @@ export class Pipeline implements ProxyHooks {
     this.pendingLookups.set(ipKey, pending + 1);
     try {
       const looked = await rt.tokenCache.fetch(outcome.token, outcome.hash);
-      if (looked.status === "active" && isUsable(looked.info, this.clock.nowMs() / 1000)) {
+      if (looked.status === "active") {
         scope.tokenHash = outcome.hash;
         return looked.info;
       }
@@ -255,7 +253,6 @@ export class Pipeline implements ProxyHooks {
         : policy.mode === "shadow"
           ? "shadow_limited"
           : "limited";
-    scope.outcome = outcome;
     this.hot.decision(policy.name, outcome);
     return decision;
   }
@@ -380,9 +377,9 @@ export class Pipeline implements ProxyHooks {
     if (scope === undefined) return;
     if (res instanceof http.ServerResponse && !res.headersSent) {
       this.respond(res, scope, reason === "timeout" ? "gateway_timeout" : "bad_gateway");
-    } else if (res instanceof http.ServerResponse) {
-      res.destroy(); // response already started: the client must see a broken stream, not a short body
     } else {
+      // A started response (or a WebSocket handshake): the client must see a broken stream, not a
+      // short body.
       res.destroy();
     }
   }
@@ -453,7 +450,9 @@ function prepareUpstreamRequest(
   setForwardedHeaders(req, rt.config.trust_proxy);
   const route = scope.route!;
   let path = forwardPath;
-  if (route.stripPrefix && route.prefix !== "/")
-    path = path.slice(route.prefix.replace(/\/$/, "").length) || "/";
+  if (route.stripPrefix) {
+    const prefix = route.prefix;
+    path = path.slice(prefix.endsWith("/") ? prefix.length - 1 : prefix.length) || "/";
+  }
   req.url = path + search;
 }

@@ -4,11 +4,10 @@
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { ErrorCode } from "./errors.js";
-import type { TokenInfo } from "./auth/types.js";
 import type { Decision, LimitPolicy } from "./ratelimit/limiter.js";
 import type { RateLimitHeaders } from "./ratelimit/headers.js";
 import type { Route } from "./routing/routes.js";
-import type { AuthResult, DecisionOutcome } from "./observability/metrics.js";
+import type { AuthResult } from "./observability/metrics.js";
 
 /** The scope's slot on `req` and `res`, so hoisted event handlers find it without closures. */
 export const SCOPE: unique symbol = Symbol("gateway.scope");
@@ -34,10 +33,8 @@ export class RequestScope {
   identity = "";
   /** SHA-256 hex of the bearer token (the cache key), or "". */
   tokenHash = "";
-  token: TokenInfo | null = null;
   authResult: AuthResult | null = null;
   decision: Decision | null = null;
-  outcome: DecisionOutcome | null = null;
   headers: RateLimitHeaders | null = null;
   /** Catalog code when the gateway answered itself. */
   errorCode: ErrorCode | null = null;

@@ -111,10 +111,12 @@ export function createGateway(loaded: LoadedConfig, options: GatewayOptions = {}
       try {
         const next = loadConfig(file);
         const old = runtime;
-        runtime = buildRuntime(next.config, { ...deps, baseDir: next.baseDir }, pipeline, old);
-        pipeline.setRuntime(runtime);
-        // Requests started on the old runtime may still use its agents: release after the grace period.
-        setTimeout(() => void releaseRuntime(old, runtime), next.config.listen.grace_ms).unref();
+        const built = buildRuntime(next.config, { ...deps, baseDir: next.baseDir }, pipeline, old);
+        runtime = built;
+        pipeline.setRuntime(built);
+        // Requests started on the old runtime may still use its agents: release after the grace
+        // period what `built` does not reuse (not what a later reload's runtime reuses).
+        setTimeout(() => void releaseRuntime(old, built), next.config.listen.grace_ms).unref();
         metrics.configReloads.inc({ result: "success" });
         logger.info({ file }, "configuration reloaded");
         logger.flush(); // rare and operator-facing: do not leave it in the async log buffer

@@ -21,23 +21,18 @@ const MALFORMED: AuthOutcome = Object.freeze({ kind: "malformed" });
 const INVALID: AuthOutcome = Object.freeze({ kind: "invalid" });
 
 /**
- * RFC 6750 §2.1 header parsing plus a synchronous token-cache lookup.
+ * RFC 6750 §2.1 header parsing plus a synchronous token-cache lookup. The cache never answers an
+ * active entry at or past its `exp` (RFC 7662 §2.2), so `active` is all there is to check.
  * @param header - the request's `Authorization` value
- * @param nowS - current time (epoch s), to refuse entries past `exp`
  */
-export function authenticateCached(header: string | undefined, cache: TokenCache, nowS: number): AuthOutcome {
+export function authenticateCached(header: string | undefined, cache: TokenCache): AuthOutcome {
   const parsed = parseBearer(header);
   if (parsed === "missing") return MISSING;
   if (parsed === "malformed") return MALFORMED;
   const hash = TokenCache.hashToken(parsed.token);
   const info = cache.get(hash);
   if (info === undefined) return { kind: "miss", token: parsed.token, hash };
-  return isUsable(info, nowS) ? { kind: "valid", info, hash } : INVALID;
-}
-
-/** Active and not past `exp` (RFC 7662 §2.2). */
-export function isUsable(info: TokenInfo, nowS: number): boolean {
-  return info.active && (info.exp === undefined || info.exp > nowS);
+  return info.active ? { kind: "valid", info, hash } : INVALID;
 }
 
 /** True when the token carries every scope in `required`. */

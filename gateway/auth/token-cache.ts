@@ -109,7 +109,7 @@ export class TokenCache {
     return INACTIVE;
   }
 
-  /** Non-counting check (anonymous brute-force guard, SPEC §3): true when get() would answer. */
+  /** Non-counting check: true when {@link get} would answer without asking the source. */
   has(hash: string): boolean {
     const e = this.#lru.peek(hash);
     return e !== undefined && this.#clock.nowMs() < e.freshUntilMs;

@@ -49,7 +49,9 @@ export class FailoverLimiter implements Limiter {
   private readonly metrics: FailoverOptions["metrics"];
   private readonly logger: Logger;
   private readonly probeIntervalMs: number;
-  private readonly labels: { store: string };
+  /** Pre-bound children: no label hashing on every limiter call. */
+  private readonly duration: { observe(seconds: number): void };
+  private readonly errors: { inc(): void };
   /** `performance.now()` when the current outage began; undefined while healthy. */
   private outageSince: number | undefined;
   private degradedCalls = 0;
@@ -63,7 +65,9 @@ export class FailoverLimiter implements Limiter {
     this.metrics = o.metrics;
     this.logger = o.logger;
     this.probeIntervalMs = o.probeIntervalMs ?? 1000;
-    this.labels = { store: o.storeLabel ?? "redis" };
+    const labels = { store: o.storeLabel ?? "redis" };
+    this.duration = o.metrics.storeDuration.labels(labels);
+    this.errors = o.metrics.storeErrors.labels(labels);
     this.metrics.storeDegraded.set(0);
   }
 
@@ -93,11 +97,11 @@ export class FailoverLimiter implements Limiter {
     const started = performance.now();
     try {
       const d = await (count ? this.primary.consume(key, policy) : this.primary.peek(key, policy));
-      this.metrics.storeDuration.observe(this.labels, (performance.now() - started) / 1000);
+      this.duration.observe((performance.now() - started) / 1000);
       return d;
     } catch (err) {
-      this.metrics.storeDuration.observe(this.labels, (performance.now() - started) / 1000);
-      this.metrics.storeErrors.inc(this.labels);
+      this.duration.observe((performance.now() - started) / 1000);
+      this.errors.inc();
       this.beginOutage(err);
       return this.local(key, policy, count, err);
     }
@@ -140,12 +144,12 @@ export class FailoverLimiter implements Limiter {
     try {
       await this.primary.consume("probe", PROBE_POLICY);
     } catch {
-      this.metrics.storeDuration.observe(this.labels, (performance.now() - started) / 1000);
-      this.metrics.storeErrors.inc(this.labels);
+      this.duration.observe((performance.now() - started) / 1000);
+      this.errors.inc();
       if (!this.closed) this.scheduleProbe();
       return;
     }
-    this.metrics.storeDuration.observe(this.labels, (performance.now() - started) / 1000);
+    this.duration.observe((performance.now() - started) / 1000);
     const outageMs = Math.round(performance.now() - this.outageSince);
     this.outageSince = undefined;
     this.metrics.storeDegraded.set(0);

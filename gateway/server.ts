@@ -11,7 +11,7 @@ import { createAdminServer } from "./admin.js";
 import { HttpDrain } from "./lifecycle.js";
 import { systemClock, type Clock } from "./clock.js";
 import { loadConfig, type LoadedConfig } from "./config/load.js";
-import { createLoggers } from "./observability/logger.js";
+import { createLogger } from "./observability/logger.js";
 import { createMetrics, type GatewayMetrics } from "./observability/metrics.js";
 import { Pipeline } from "./pipeline.js";
 import { buildRuntime, releaseRuntime } from "./runtime.js";
@@ -60,13 +60,10 @@ export interface Gateway {
 export function createGateway(loaded: LoadedConfig, options: GatewayOptions = {}): Gateway {
   const config = loaded.config;
   const clock = options.clock ?? systemClock;
-  const loggers = options.logger
-    ? { logger: options.logger, access: options.logger }
-    : createLoggers(config.log.level);
-  const logger = loggers.logger;
+  const logger = options.logger ?? createLogger(config.log.level);
   const registry = options.registry ?? new Registry();
   const metrics = createMetrics(registry, VERSION);
-  const pipeline = new Pipeline({ clock, metrics, logger, accessLogger: loggers.access });
+  const pipeline = new Pipeline({ clock, metrics, logger });
   const deps = { clock, metrics, logger, baseDir: loaded.baseDir };
   let runtime = buildRuntime(config, deps, pipeline);
   pipeline.setRuntime(runtime);
@@ -85,9 +82,13 @@ export function createGateway(loaded: LoadedConfig, options: GatewayOptions = {}
   api.on("upgrade", pipeline.handleUpgrade);
   api.on("clientError", onClientError);
   const drain = new HttpDrain(api);
-  // Access lines are buffered (4 KiB) so the hot path never writes synchronously; flush at least
-  // once a second so a quiet gateway's lines still reach the log pipeline promptly.
-  const flushTimer = setInterval(() => logger.flush(), 1000);
+  // Access lines are buffered (4 KiB, then sonic-boom's 4 KiB) so the hot path never writes
+  // synchronously; flush at least once a second so a quiet gateway's lines still reach the log
+  // pipeline promptly.
+  const flushTimer = setInterval(() => {
+    pipeline.flushAccessLog();
+    logger.flush();
+  }, 1000);
   flushTimer.unref();
   const admin = createAdminServer({ registry, ready: () => pipeline.current.limiter.ready() });
 
@@ -135,6 +136,7 @@ export function createGateway(loaded: LoadedConfig, options: GatewayOptions = {}
       clearInterval(flushTimer);
       await Promise.all([drain.drain(graceMs), closeServer(admin)]);
       await releaseRuntime(runtime);
+      pipeline.flushAccessLog();
       logger.info("gateway stopped");
       logger.flush();
     },

@@ -19,33 +19,21 @@ export const REDACT_PATHS = [
   "*.password",
 ];
 
-/** The process's loggers: `logger` with `redact` for everything, `access` without it for access lines. */
-export interface Loggers {
-  logger: Logger;
-  /** Writes only hand-built access lines (no headers, no tokens), so it skips the redact pass. */
-  access: Logger;
-}
-
 /**
- * Both loggers on one destination.
+ * The gateway's logger. Access lines bypass it (see `AccessLog`) but go to the same destination.
  * @param level - pino level name
  * @param destination - where lines go; default an async stdout destination (4 KiB buffer)
  */
-export function createLoggers(level: string, destination?: DestinationStream): Loggers {
-  const dest = destination ?? pino.destination({ dest: 1, sync: false, minLength: 4096 });
-  const options = {
-    level,
-    base: { service: "gateway" },
-    timestamp: pino.stdTimeFunctions.isoTime,
-    formatters: { level: (label: string) => ({ level: label }) },
-  };
-  return {
-    logger: pino({ ...options, redact: { paths: REDACT_PATHS, censor: "[redacted]" } }, dest),
-    access: pino(options, dest),
-  };
-}
-
-/** The redacting logger alone (see {@link createLoggers}). */
 export function createLogger(level: string, destination?: DestinationStream): Logger {
-  return createLoggers(level, destination).logger;
+  const dest = destination ?? pino.destination({ dest: 1, sync: false, minLength: 4096 });
+  return pino(
+    {
+      level,
+      base: { service: "gateway" },
+      timestamp: pino.stdTimeFunctions.isoTime,
+      formatters: { level: (label: string) => ({ level: label }) },
+      redact: { paths: REDACT_PATHS, censor: "[redacted]" },
+    },
+    dest,
+  );
 }

@@ -268,7 +268,12 @@ describe("introspection metrics in front of a real RFC 7662 server (oidc-provide
       }),
       {
         clock,
-        logger: createLogger("debug", { write: (l: string) => void lines.push(JSON.parse(l)) }),
+        // A destination may receive several newline-terminated lines per write (access lines).
+        logger: createLogger("debug", {
+          write: (chunk: string) => {
+            for (const l of chunk.split("\n")) if (l !== "") lines.push(JSON.parse(l));
+          },
+        }),
       },
     );
     const [t1, t2] = await Promise.all([auth.issueToken("read"), auth.issueToken("read")]);

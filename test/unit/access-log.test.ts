@@ -1,0 +1,189 @@
+/**
+ * The hand-built access line: valid JSON whatever the request put in it, the same fields and shape
+ * pino writes for the same object, nothing below the logger's level, and whole lines per write.
+ */
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import { AccessLog } from "../../gateway/observability/access-log.js";
+import { createLogger } from "../../gateway/observability/logger.js";
+import type { Decision } from "../../gateway/ratelimit/limiter.js";
+import type { Route } from "../../gateway/routing/routes.js";
+import { RequestScope } from "../../gateway/scope.js";
+
+/** A destination that keeps every write as it came. */
+function sink(): { writes: string[]; write(chunk: string): void; lines(): Record<string, unknown>[] } {
+  return {
+    writes: [],
+    write(chunk: string) {
+      this.writes.push(chunk);
+    },
+    lines() {
+      return this.writes
+        .join("")
+        .split("\n")
+        .filter((l) => l !== "")
+        .map((l) => JSON.parse(l) as Record<string, unknown>);
+    },
+  };
+}
+
+interface Fields {
+  reqId: string;
+  method: string;
+  path: string;
+  route: string | null;
+  cls: string;
+  identity: string;
+  clientIp: string;
+  status: number;
+  durationMs: number;
+  upstreamMs: number;
+  remaining: number | null;
+}
+
+function scopeOf(f: Fields): RequestScope {
+  const s = new RequestScope(f.reqId, f.method, 0);
+  s.path = f.path;
+  s.route = f.route === null ? null : ({ prefix: f.route } as Route);
+  s.className = f.cls;
+  s.identity = f.identity;
+  s.clientIp = f.clientIp;
+  s.upstreamMs = f.upstreamMs;
+  s.decision = f.remaining === null ? null : ({ remaining: f.remaining } as Decision);
+  return s;
+}
+
+/** What the line must say for `f` (the pre-existing pino object, field for field). */
+function expected(f: Fields): Record<string, unknown> {
+  const round = (v: number) => Math.round(v * 1000) / 1000;
+  const line: Record<string, unknown> = {
+    level: "info",
+    service: "gateway",
+    reqId: f.reqId,
+    method: f.method,
+    path: f.path,
+    route: f.route,
+    class: f.cls === "" ? null : f.cls,
+    status: f.status,
+    durationMs: round(f.durationMs),
+    upstreamMs: f.upstreamMs >= 0 ? round(f.upstreamMs) : null,
+    identity: f.identity === "" ? null : f.identity,
+    remaining: f.remaining,
+    clientIp: f.clientIp,
+  };
+  if (f.status === 499) line.aborted = true;
+  line.msg = "request";
+  return line;
+}
+
+const fields: fc.Arbitrary<Fields> = fc.record({
+  reqId: fc.string({ unit: "binary", maxLength: 40 }),
+  method: fc.constantFrom("GET", "POST", "DELETE"),
+  path: fc.string({ unit: "binary", maxLength: 60 }),
+  route: fc.option(fc.string({ unit: "binary", maxLength: 10 })),
+  cls: fc.string({ unit: "binary", maxLength: 10 }),
+  identity: fc.string({ unit: "binary", maxLength: 30 }),
+  clientIp: fc.string({ unit: "binary", maxLength: 40 }),
+  status: fc.constantFrom(200, 401, 429, 499, 502),
+  durationMs: fc.double({ min: 0, max: 1e6, noNaN: true }),
+  upstreamMs: fc.oneof(fc.constant(-1), fc.double({ min: 0, max: 1e6, noNaN: true })),
+  remaining: fc.option(fc.nat()),
+});
+
+describe("AccessLog", () => {
+  it("writes valid JSON with every field intact, whatever characters the request brought", () => {
+    fc.assert(
+      fc.property(fields, (f) => {
+        const dest = sink();
+        const log = new AccessLog(createLogger("info", dest));
+        log.write(scopeOf(f), f.status, f.durationMs);
+        log.flush();
+        const [line, ...rest] = dest.lines();
+        expect(rest).toEqual([]);
+        const { time, ...others } = line!;
+        expect(time).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
+        expect(others).toEqual(expected(f));
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it("has exactly the keys, order and values pino writes for the same object", () => {
+    const f: Fields = {
+      reqId: "r-1",
+      method: "GET",
+      path: '/v1/"odd"\\path\u2028',
+      route: "/v1",
+      cls: "read",
+      identity: "sub:émile",
+      clientIp: "10.0.0.1",
+      status: 200,
+      durationMs: 1.23456,
+      upstreamMs: 0.5,
+      remaining: 7,
+    };
+    const ours = sink();
+    const theirs = sink();
+    const { level: _l, service: _s, msg: _m, ...obj } = expected(f);
+    createLogger("info", theirs).info(obj, "request");
+    const log = new AccessLog(createLogger("info", ours));
+    log.write(scopeOf(f), f.status, f.durationMs);
+    log.flush();
+    const strip = (s: string) => s.replace(/"time":"[^"]*"/, '"time":""');
+    expect(strip(ours.writes.join(""))).toBe(strip(theirs.writes.join("")));
+  });
+
+  it("writes nothing when the logger's level is above info", () => {
+    const dest = sink();
+    const log = new AccessLog(createLogger("warn", dest));
+    log.write(scopeOf({ ...baseFields(), status: 200 }), 200, 1);
+    log.flush();
+    expect(dest.writes).toEqual([]);
+  });
+
+  it("marks aborted calls and gateway answers", () => {
+    const dest = sink();
+    const log = new AccessLog(createLogger("info", dest));
+    const scope = scopeOf(baseFields());
+    scope.errorCode = "rate_limited";
+    log.write(scope, 429, 2);
+    log.write(scopeOf(baseFields()), 499, 3);
+    log.flush();
+    const [limited, aborted] = dest.lines();
+    expect(limited).toMatchObject({ status: 429, error: "rate_limited" });
+    expect(limited).not.toHaveProperty("aborted");
+    expect(aborted).toMatchObject({ status: 499, aborted: true });
+  });
+
+  it("hands lines over in whole-line chunks of about 4 KiB, and the rest on flush", () => {
+    const dest = sink();
+    const log = new AccessLog(createLogger("info", dest));
+    const scope = scopeOf(baseFields());
+    for (let i = 0; i < 40; i++) log.write(scope, 200, i);
+    expect(dest.writes.length).toBeGreaterThan(0);
+    for (const w of dest.writes) {
+      expect(w.length).toBeGreaterThanOrEqual(4096);
+      expect(w.endsWith("}\n")).toBe(true);
+    }
+    const before = dest.writes.length;
+    log.flush();
+    expect(dest.writes.length).toBe(before + 1);
+    expect(dest.lines().map((l) => l.durationMs)).toEqual(Array.from({ length: 40 }, (_, i) => i));
+  });
+});
+
+function baseFields(): Fields {
+  return {
+    reqId: "r",
+    method: "GET",
+    path: "/v1/user",
+    route: "/v1",
+    cls: "read",
+    identity: "sub:u",
+    clientIp: "127.0.0.1",
+    status: 200,
+    durationMs: 1,
+    upstreamMs: -1,
+    remaining: 1,
+  };
+}

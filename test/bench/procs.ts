@@ -58,16 +58,16 @@ process.on("exit", () => {
 for (const sig of ["SIGINT", "SIGTERM"] as const) process.once(sig, () => process.exit(130));
 
 /**
- * Spawns `cmd args` on the server core.
+ * Spawns `cmd args` on the server core (or `opts.core`).
  * @param stdout - "ignore" (default: a server's logs cost it the write, nobody reads them) or "pipe"
  */
 export function spawnServer(
   name: string,
   cmd: string,
   args: string[],
-  opts: { env?: NodeJS.ProcessEnv; stdout?: "ignore" | "pipe"; cwd?: string } = {},
+  opts: { env?: NodeJS.ProcessEnv; stdout?: "ignore" | "pipe"; cwd?: string; core?: string } = {},
 ): Child {
-  const [c, a] = pinned(SERVER_CORE, cmd, args);
+  const [c, a] = pinned(opts.core ?? SERVER_CORE, cmd, args);
   const stdio: StdioOptions = ["ignore", opts.stdout ?? "ignore", "pipe"];
   const proc = spawn(c, a, { stdio, env: { ...process.env, ...opts.env }, cwd: opts.cwd });
   live.add(proc);

@@ -8,8 +8,9 @@
  *   e   the gateway, Redis, IETF headers and a shadow class on the benched path
  *
  * then the cache-churn runs (10k tokens and identities) and the cold-token run (every token new,
- * introspected by oidc-provider). Servers run on core 0, wrk on core 1 (taskset). Warm cells use a
- * static tokens file with one token, warmed before measuring. `npm run bench -- --profile` profiles
+ * introspected by oidc-provider). Servers run on core 0; wrk and redis-server (which stands for its
+ * own host) on core 1 (taskset). Warm cells use a static tokens file with one token, warmed before
+ * measuring. `npm run bench -- --profile` profiles
  * instead (see profile.ts).
  *
  * Environment: BENCH_ROUNDS (3), BENCH_SECONDS per cell (5), BENCH_CONNECTIONS (64),
@@ -174,7 +175,7 @@ async function main(): Promise<number> {
   try {
     console.log(
       `bench: ${ROUNDS} rounds x ${SECONDS} s per cell, ${CONNECTIONS} connections, ` +
-        `servers ${isPinned ? "on core 0, wrk on core 1" : "unpinned (no taskset)"}`,
+        `servers ${isPinned ? "on core 0, wrk and redis-server on core 1" : "unpinned (no taskset)"}`,
     );
     const upstream = keep(await startUpstream());
     const redis = keep(await startRedis(dir));
@@ -430,7 +431,9 @@ function report(rows: Row[], extra: Row[], elapsedS: number): string {
     "",
     `Machine: ${machine()}. Command: \`npm run bench\` (BENCH_ROUNDS=${ROUNDS}, BENCH_SECONDS=${SECONDS}); ` +
       `wrk 1 thread, ${CONNECTIONS} keep-alive connections, \`GET ${PATH}\` (~300-byte JSON), ` +
-      (isPinned ? "wrk on core 1, every server on core 0 (taskset)" : "no taskset: processes unpinned") +
+      (isPinned
+        ? "wrk and redis-server on core 1 (Redis stands for its own host), the upstream, gateways, proxies and oidc-provider on core 0 (taskset)"
+        : "no taskset: processes unpinned") +
       `. Cells interleaved over ${ROUNDS} rounds; medians with min–max. CPU and RSS are the process ` +
       `under test's (/proc). Gateway: built dist/, access log at info to /dev/null, warm token cache. ` +
       `Total bench time ${fmt(elapsedS, 0)} s.`,

@@ -5,10 +5,12 @@
  * and every failure — connection, timeout, script error — rejects with {@link LimitStoreError}.
  */
 import { randomBytes } from "node:crypto";
+import type { Writable } from "node:stream";
 import { readFileSync } from "node:fs";
 import type { Logger } from "pino";
 import type { RedisConfig } from "../config/schema.js";
 import { LimitStoreError, type Decision, type Limiter, type LimitPolicy } from "./limiter.js";
+import { Redis } from "ioredis";
 import { openRedis, type RedisClient } from "./redis-connection.js";
 
 /** A script registered with `defineCommand` (variable key count: `numKeys` first). */
@@ -58,6 +60,13 @@ export class RedisStore implements Limiter {
   private readonly nonceTag = randomBytes(6).toString("base64url");
   private seq = 0;
   private readyWaiter: Promise<void> | undefined;
+  /** The connection corked for this event-loop turn (see {@link batchTurn}), or null. */
+  private corked: Writable | null = null;
+  private readonly uncork = (): void => {
+    const stream = this.corked;
+    this.corked = null;
+    stream?.uncork();
+  };
 
   constructor({ redis, logger }: RedisStoreOptions) {
     this.prefix = redis.key_prefix;
@@ -121,6 +130,7 @@ export class RedisStore implements Limiter {
     try {
       if (this.client.status === "ready") {
         // Hot path: ioredis's `commandTimeout` bounds the call; no timer or race of our own.
+        this.batchTurn();
         reply = await this.scripts[script](keys.length, ...keys, count ? "1" : "0", nonce, ...windowArgs);
       } else {
         // No offline queue: while (re)connecting, wait for `ready`, but never past the deadline.
@@ -138,6 +148,24 @@ export class RedisStore implements Limiter {
       throw new LimitStoreError(`redis: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
     }
     return toDecision(reply);
+  }
+
+  /**
+   * Write batching: the first call of an event-loop turn corks the connection and a `setImmediate`
+   * (after the turn's I/O callbacks) uncorks it, so every call the turn issued leaves in one
+   * `writev` and Redis reads them in one go. Each call is still its own EVALSHA with its own reply;
+   * nothing waits beyond the turn. Measured: one write syscall per call becomes one per turn (16-64
+   * concurrent clients: ~0.1 per call), 9 % less gateway CPU per request (README "Performance").
+   * ioredis's auto-pipelining aims at the same but allocates a pipeline per turn (see
+   * redis-connection.ts). Cluster clients hold a connection per node and are left as they are.
+   */
+  private batchTurn(): void {
+    if (this.corked !== null || !(this.client instanceof Redis)) return;
+    const stream = this.client.stream;
+    if (stream === undefined) return;
+    stream.cork();
+    this.corked = stream;
+    setImmediate(this.uncork);
   }
 
   private whenReady(): Promise<void> {

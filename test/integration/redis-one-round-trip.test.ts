@@ -73,3 +73,25 @@ it("sends exactly one EVALSHA per consume or peek, and nothing else", async () =
   expect(delta.get("evalsha")).toBe(calls);
   expect(others).toEqual([]);
 });
+
+/** Read events the server has processed (`INFO stats` `total_reads_processed`). */
+async function serverReads(): Promise<number> {
+  const info = await admin.info("stats");
+  return Number(/^total_reads_processed:(\d+)/m.exec(info)![1]);
+}
+
+it("sends the calls of one event-loop turn in one write: the server reads them at once", async () => {
+  const policy = policies[0]!;
+  await store.consume("batch:warmup", policy);
+  // Awaited one by one, each call is its own write and its own read on the server.
+  let before = await serverReads();
+  for (let i = 0; i < 20; i++) await store.consume("batch:serial", policy);
+  expect((await serverReads()) - before - 1).toBeGreaterThanOrEqual(20);
+
+  // Issued in one turn, 50 calls leave corked together: one writev, read in one or two events.
+  before = await serverReads();
+  const decisions = await Promise.all(Array.from({ length: 50 }, () => store.consume("batch:turn", policy)));
+  expect((await serverReads()) - before - 1).toBeLessThanOrEqual(2);
+  // Still 50 separate calls, each counted once, in order.
+  expect(decisions.map((d) => d.remaining)).toEqual(Array.from({ length: 50 }, (_, i) => Math.max(0, 9 - i)));
+});

@@ -72,6 +72,7 @@ describe("loadStaticTokens rejects a bad file with a message naming the file and
       `"sha256:9a20043b7732b8c951c9cabdd33340d2182f36fde5030640b3153cee094d47b0": ` +
         "the same token is listed twice (line 5)",
     ],
+    ["duplicate-key.yaml", `"dup-…": the same token is listed twice (line 6)`],
     ["not-a-mapping.yaml", "(root): expected a mapping of token to fields"],
   ];
 

@@ -82,7 +82,7 @@ export function createGateway(loaded: LoadedConfig, options: GatewayOptions = {}
   api.on("upgrade", pipeline.handleUpgrade);
   api.on("clientError", onClientError);
   const drain = new HttpDrain(api);
-  // Access lines are buffered (4 KiB, then sonic-boom's 4 KiB) so the hot path never writes
+  // Access lines are buffered (16 KiB, then sonic-boom's 4 KiB) so the hot path never writes
   // synchronously; flush at least once a second so a quiet gateway's lines still reach the log
   // pipeline promptly.
   const flushTimer = setInterval(() => {

@@ -155,20 +155,20 @@ describe("AccessLog", () => {
     expect(aborted).toMatchObject({ status: 499, aborted: true });
   });
 
-  it("hands lines over in whole-line chunks of about 4 KiB, and the rest on flush", () => {
+  it("hands lines over in whole-line chunks of about 16 KiB, and the rest on flush", () => {
     const dest = sink();
     const log = new AccessLog(createLogger("info", dest));
     const scope = scopeOf(baseFields());
-    for (let i = 0; i < 40; i++) log.write(scope, 200, i);
+    for (let i = 0; i < 150; i++) log.write(scope, 200, i);
     expect(dest.writes.length).toBeGreaterThan(0);
     for (const w of dest.writes) {
-      expect(w.length).toBeGreaterThanOrEqual(4096);
+      expect(w.length).toBeGreaterThanOrEqual(16384);
       expect(w.endsWith("}\n")).toBe(true);
     }
     const before = dest.writes.length;
     log.flush();
     expect(dest.writes.length).toBe(before + 1);
-    expect(dest.lines().map((l) => l.durationMs)).toEqual(Array.from({ length: 40 }, (_, i) => i));
+    expect(dest.lines().map((l) => l.durationMs)).toEqual(Array.from({ length: 150 }, (_, i) => i));
   });
 });
 

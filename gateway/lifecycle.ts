@@ -62,7 +62,7 @@ export class HttpDrain {
     }
     res[TRACKED] = this.responses;
     this.responses.add(res);
-    res.once("close", untrackResponse);
+    res.on("close", untrackResponse); // emitted once; `on` skips once()'s wrapper
   }
 
   private onUpgrade(_req: unknown, socket: TrackedSocket): void {

@@ -83,7 +83,7 @@ export class Pipeline implements ProxyHooks {
   handle(req: ScopedRequest, res: ScopedResponse): void {
     const scope = this.open(req);
     res[SCOPE] = scope;
-    res.once("close", onResponseClose);
+    res.on("close", onResponseClose); // emitted once; `on` skips once()'s wrapper
     this.run(this.runtime, req, res, scope, null, null).catch((err: unknown) => this.crash(err, res, scope));
   }
 
@@ -94,7 +94,7 @@ export class Pipeline implements ProxyHooks {
     res.assignSocket(socket);
     res.shouldKeepAlive = false;
     res[SCOPE] = scope;
-    res.once("close", onResponseClose);
+    res.on("close", onResponseClose); // emitted once; `on` skips once()'s wrapper
     res.once("finish", () => socket.end());
     socket.on("error", ignoreSocketError);
     this.run(this.runtime, req, res, scope, socket, head).catch((err: unknown) =>

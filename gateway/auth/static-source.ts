@@ -4,7 +4,7 @@
  * the demo. Tokens are looked up by their SHA-256, so plaintext and hashed entries both work and
  * the file may hold only hashes.
  */
-import { createHash } from "node:crypto";
+import { hash } from "node:crypto";
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { LineCounter, isMap, isNode, isScalar, parseDocument } from "yaml";
@@ -49,7 +49,7 @@ function issueMessage(issue: z.core.$ZodIssue): string {
 
 /** SHA-256 hex of a token: the lookup key of the static source and of the token cache. */
 function sha256Hex(token: string): string {
-  return createHash("sha256").update(token).digest("hex");
+  return hash("sha256", token, "hex");
 }
 
 /**

@@ -6,7 +6,7 @@
  * tests cannot move), so lru-cache is used for what it is good at: a bounded LRU and, through
  * `fetchMethod`, one in-flight introspection per token shared by every concurrent caller.
  */
-import { createHash } from "node:crypto";
+import { hash } from "node:crypto";
 import { LRUCache } from "lru-cache";
 import type { Logger } from "pino";
 import type { Clock } from "../clock.js";
@@ -90,7 +90,7 @@ export class TokenCache {
 
   /** SHA-256 hex of the token; the cache key (never the token itself). */
   static hashToken(token: string): string {
-    return createHash("sha256").update(token).digest("hex");
+    return hash("sha256", token, "hex");
   }
 
   /**

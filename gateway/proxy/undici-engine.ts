@@ -79,7 +79,7 @@ export class UndiciForwarder {
     if (scope !== undefined) scope.upstreamStartMs = performance.now();
     const forward = new Forward(this, req, res);
     (res as ForwardedResponse)[FORWARD] = forward;
-    res.once("close", onClientClose);
+    res.on("close", onClientClose); // emitted once; `on` skips once()'s wrapper
     this.pool.dispatch(
       {
         path: this.basePath + (req.url ?? "/"),

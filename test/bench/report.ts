@@ -110,6 +110,29 @@ export function ratioTable(rows: readonly Row[], baseId: string): string {
   return out.join("\n");
 }
 
+/**
+ * Paired A/B of `altId` against `baseId` (BENCH_ALT_MAIN): ratios taken round by round, since the
+ * two cells ran back to back, so a machine whose speed drifts between minutes (seen here: the bare
+ * proxy from 6k to 9.6k req/s within one run) still gives a usable comparison.
+ * @returns "" unless both rows have samples
+ */
+export function pairedTable(rows: readonly Row[], baseId: string, altId: string): string {
+  const base = rows.find((r) => r.id === baseId);
+  const alt = rows.find((r) => r.id === altId);
+  if (base === undefined || alt === undefined) return "";
+  const n = Math.min(base.samples.length, alt.samples.length);
+  if (n === 0) return "";
+  const ratios = (pick: (x: Sample) => number): string => {
+    const v = Array.from({ length: n }, (_, i) => pick(alt.samples[i]!) / pick(base.samples[i]!));
+    return `${fmt(median(v), 3)} (${fmt(Math.min(...v), 2)}–${fmt(Math.max(...v), 2)}; ${v.filter((x) => x > 1).length}/${n} rounds above 1)`;
+  };
+  return [
+    `| paired A/B | req/s ratio per round | CPU µs/req ratio per round |`,
+    "| --- | --- | --- |",
+    `| ${altId}/${baseId} | ${ratios((x) => x.rps)} | ${ratios((x) => x.cpuUsPerReq)} |`,
+  ].join("\n");
+}
+
 /** Commands the limiter's Lua scripts call (counted by INFO commandstats, but not round trips). */
 const INSIDE_SCRIPTS = new Set([
   "time",

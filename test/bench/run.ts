@@ -24,7 +24,16 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { cpuMicros, isPinned, pinSelf, rssBytes, sleep } from "./procs.js";
-import { countersTable, fmt, mainTable, med, ratioTable, type Row, type Sample } from "./report.js";
+import {
+  countersTable,
+  fmt,
+  mainTable,
+  med,
+  pairedTable,
+  ratioTable,
+  type Row,
+  type Sample,
+} from "./report.js";
 import {
   get,
   machine,
@@ -441,6 +450,8 @@ function report(rows: Row[], extra: Row[], elapsedS: number): string {
     mainTable(rows),
     "",
     ratioTable(rows, "b"),
+    "",
+    pairedTable(rows, "d", "d*"),
     "",
     "Per request (warm cells; expected: 1 EVALSHA, 0 token-source and introspection calls):",
     "",

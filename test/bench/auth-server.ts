@@ -1,6 +1,6 @@
 /**
  * The RFC 7662 server of the cold-token run (child process): oidc-provider 9, set up as
- * test/helpers/auth-server.ts does (client_credentials + introspection), with an unbounded Map
+ * test/helpers/oidc.ts does (its `providerConfiguration`), with an unbounded Map
  * adapter instead of the default memory adapter (an LRU of 1000 entries, which would forget most of
  * the tokens issued for the run). It issues `count` real access tokens through its own token
  * endpoint, `concurrency` at a time, writes them one per line to `tokensFile`, and prints one JSON
@@ -11,13 +11,7 @@
 import { writeFileSync } from "node:fs";
 import http from "node:http";
 import { performance } from "node:perf_hooks";
-// @ts-expect-error -- oidc-provider ships no types; the part used here is typed just below.
-import UntypedProvider from "oidc-provider";
-
-const Provider = UntypedProvider as new (
-  issuer: string,
-  configuration: Record<string, unknown>,
-) => { callback(): http.RequestListener };
+import { GATEWAY_CLIENT_ID, Provider, providerConfiguration } from "../helpers/oidc.js";
 
 const port = Number(process.argv[2]);
 const tokensFile = process.argv[3]!;
@@ -60,27 +54,7 @@ class MapAdapter {
 }
 
 const issuer = `http://127.0.0.1:${port}`;
-const client = (client_id: string, client_secret: string) => ({
-  client_id,
-  client_secret,
-  grant_types: ["client_credentials"],
-  response_types: [],
-  redirect_uris: [],
-  token_endpoint_auth_method: "client_secret_basic",
-  scope: "read write",
-});
-const provider = new Provider(issuer, {
-  adapter: MapAdapter,
-  clients: [client("app", "app-secret"), client("gateway", CLIENT_SECRET)],
-  scopes: ["read", "write"],
-  features: {
-    devInteractions: { enabled: false },
-    clientCredentials: { enabled: true },
-    introspection: { enabled: true, allowedPolicy: () => true },
-  },
-  ttl: { ClientCredentials: 3600 },
-  cookies: { keys: ["bench-cookie-key"] },
-});
+const provider = new Provider(issuer, providerConfiguration(CLIENT_SECRET, 3600, MapAdapter));
 const server = http.createServer({ keepAliveTimeout: 65_000 }, provider.callback());
 await new Promise<void>((resolve) => server.listen(port, "127.0.0.1", resolve));
 
@@ -135,7 +109,7 @@ writeFileSync(tokensFile, tokens.join("\n") + "\n");
 process.stdout.write(
   JSON.stringify({
     introspectionUrl: `${issuer}/token/introspection`,
-    clientId: "gateway",
+    clientId: GATEWAY_CLIENT_ID,
     clientSecret: CLIENT_SECRET,
     issued: tokens.length,
     issueMs: Math.round(issueMs),

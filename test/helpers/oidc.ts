@@ -9,8 +9,8 @@ import type { AddressInfo } from "node:net";
 // @ts-expect-error -- oidc-provider ships no types; the part used here is typed just below.
 import UntypedProvider from "oidc-provider";
 
-/** The slice of oidc-provider 9's `Provider` this helper uses. */
-const Provider = UntypedProvider as new (
+/** The slice of oidc-provider 9's `Provider` the test servers use. */
+export const Provider = UntypedProvider as new (
   issuer: string,
   configuration: Record<string, unknown>,
 ) => { callback(): http.RequestListener };
@@ -43,6 +43,41 @@ export interface AuthServerOptions {
   introspectionDelayMs?: number;
 }
 
+/**
+ * oidc-provider configuration of the test servers: clients `app` (`app-secret`, issues tokens) and
+ * `gateway` (`gatewaySecret`), both client_credentials with scopes `read write`, and introspection
+ * open to any authenticated client.
+ * @param tokenTtlS - lifetime of issued access tokens (s)
+ * @param adapter - an oidc-provider adapter class; default its in-memory LRU (1000 entries)
+ */
+export function providerConfiguration(
+  gatewaySecret: string,
+  tokenTtlS: number,
+  adapter?: unknown,
+): Record<string, unknown> {
+  const client = (client_id: string, client_secret: string) => ({
+    client_id,
+    client_secret,
+    grant_types: ["client_credentials"],
+    response_types: [],
+    redirect_uris: [],
+    token_endpoint_auth_method: "client_secret_basic",
+    scope: "read write",
+  });
+  return {
+    ...(adapter === undefined ? {} : { adapter }),
+    clients: [client("app", "app-secret"), client(GATEWAY_CLIENT_ID, gatewaySecret)],
+    scopes: ["read", "write"],
+    features: {
+      devInteractions: { enabled: false },
+      clientCredentials: { enabled: true },
+      introspection: { enabled: true, allowedPolicy: () => true },
+    },
+    ttl: { ClientCredentials: tokenTtlS },
+    cookies: { keys: ["test-cookie-key"] },
+  };
+}
+
 /** Starts the server on a free port. */
 export async function startAuthServer(options: AuthServerOptions = {}): Promise<AuthServer> {
   const { tokenTtlS = 600, introspectionDelayMs = 0 } = options;
@@ -57,26 +92,7 @@ export async function startAuthServer(options: AuthServerOptions = {}): Promise<
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const port = (server.address() as AddressInfo).port;
   const issuer = `http://127.0.0.1:${port}`;
-  const client = (client_id: string, client_secret: string) => ({
-    client_id,
-    client_secret,
-    grant_types: ["client_credentials"],
-    response_types: [],
-    redirect_uris: [],
-    token_endpoint_auth_method: "client_secret_basic",
-    scope: "read write",
-  });
-  const provider = new Provider(issuer, {
-    clients: [client("app", "app-secret"), client(GATEWAY_CLIENT_ID, GATEWAY_CLIENT_SECRET)],
-    scopes: ["read", "write"],
-    features: {
-      devInteractions: { enabled: false },
-      clientCredentials: { enabled: true },
-      introspection: { enabled: true, allowedPolicy: () => true },
-    },
-    ttl: { ClientCredentials: tokenTtlS },
-    cookies: { keys: ["test-cookie-key"] },
-  });
+  const provider = new Provider(issuer, providerConfiguration(GATEWAY_CLIENT_SECRET, tokenTtlS));
   handle = provider.callback();
   const appBasic = `Basic ${Buffer.from("app:app-secret").toString("base64")}`;
   let running = true;

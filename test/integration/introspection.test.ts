@@ -83,22 +83,27 @@ async function unavailableReason(p: Promise<unknown>): Promise<string> {
   return (err as IntrospectionUnavailableError).reason;
 }
 
-describe("IntrospectionClient against oidc-provider (RFC 7662)", () => {
-  let auth: AuthServer;
-  let client: IntrospectionClient;
+/** A describe block's own oidc-provider and an introspection client of it. */
+function useAuthServerAndClient(): { auth: AuthServer; client: IntrospectionClient } {
+  const ctx = {} as { auth: AuthServer; client: IntrospectionClient };
   beforeAll(async () => {
-    auth = await startAuthServer();
-    client = newClient(auth.introspectionUrl);
+    ctx.auth = await startAuthServer();
+    ctx.client = newClient(ctx.auth.introspectionUrl);
   });
   afterAll(async () => {
-    await client.close();
-    await auth.stop();
+    await ctx.client.close();
+    await ctx.auth.stop();
   });
+  return ctx;
+}
+
+describe("IntrospectionClient against oidc-provider (RFC 7662)", () => {
+  const ctx = useAuthServerAndClient();
 
   it("maps an active token to client_id, scope list and exp, and counts it", async () => {
     const before = await counterValue(metrics.introspectionRequests, "active");
-    const token = await auth.issueToken("read write");
-    const info = await client.introspect(token);
+    const token = await ctx.auth.issueToken("read write");
+    const info = await ctx.client.introspect(token);
     expect(info).toEqual({
       active: true,
       clientId: "app",
@@ -112,13 +117,13 @@ describe("IntrospectionClient against oidc-provider (RFC 7662)", () => {
 
   it("answers inactive for an unknown token", async () => {
     const before = await counterValue(metrics.introspectionRequests, "inactive");
-    await expect(client.introspect("never-issued-token")).resolves.toEqual({ active: false, scope: [] });
+    await expect(ctx.client.introspect("never-issued-token")).resolves.toEqual({ active: false, scope: [] });
     expect(await counterValue(metrics.introspectionRequests, "inactive")).toBe(before + 1);
   });
 
   it("fails with reason status when the gateway's secret is wrong, without leaking it or the token", async () => {
-    const wrong = newClient(auth.introspectionUrl, "wrong-secret-value");
-    const token = await auth.issueToken("read");
+    const wrong = newClient(ctx.auth.introspectionUrl, "wrong-secret-value");
+    const token = await ctx.auth.issueToken("read");
     const err = (await wrong.introspect(token).catch((e: unknown) => e)) as IntrospectionUnavailableError;
     await wrong.close();
     expect(err).toBeInstanceOf(IntrospectionUnavailableError);
@@ -200,25 +205,16 @@ describe("IntrospectionClient against servers that misbehave", () => {
 });
 
 describe("TokenCache in front of oidc-provider", () => {
-  let auth: AuthServer;
-  let client: IntrospectionClient;
-  beforeAll(async () => {
-    auth = await startAuthServer();
-    client = newClient(auth.introspectionUrl);
-  });
-  afterAll(async () => {
-    await client.close();
-    await auth.stop();
-  });
+  const ctx = useAuthServerAndClient();
 
   it("makes exactly one introspection call for 200 concurrent first uses of a token", async () => {
-    const token = await auth.issueToken("read");
+    const token = await ctx.auth.issueToken("read");
     const hash = TokenCache.hashToken(token);
-    const { cache } = newCache(client);
-    const before = auth.introspections();
+    const { cache } = newCache(ctx.client);
+    const before = ctx.auth.introspections();
     const missesBefore = await counterValue(metrics.tokenCacheLookups, "miss");
     const lookups = await Promise.all(Array.from({ length: 200 }, () => cache.fetch(token, hash)));
-    expect(auth.introspections() - before).toBe(1);
+    expect(ctx.auth.introspections() - before).toBe(1);
     expect(new Set(lookups.map((l) => l.status))).toEqual(new Set(["active"]));
     expect(await counterValue(metrics.tokenCacheLookups, "miss")).toBe(missesBefore + 200);
     const hitsBefore = await counterValue(metrics.tokenCacheLookups, "hit");
@@ -229,9 +225,9 @@ describe("TokenCache in front of oidc-provider", () => {
   });
 
   it("re-asks the source after max_ttl_s while exp is still ahead", async () => {
-    const token = await auth.issueToken("read");
+    const token = await ctx.auth.issueToken("read");
     const hash = TokenCache.hashToken(token);
-    const source = new CountingSource(client);
+    const source = new CountingSource(ctx.client);
     const { cache, clock } = newCache(source, { max_ttl_s: 60 });
     expect((await cache.fetch(token, hash)).status).toBe("active");
     clock.advance(59_999);
@@ -244,9 +240,9 @@ describe("TokenCache in front of oidc-provider", () => {
   });
 
   it("stops serving a token at its exp, before max_ttl_s, and then treats it as inactive", async () => {
-    const token = await auth.issueToken("write");
+    const token = await ctx.auth.issueToken("write");
     const hash = TokenCache.hashToken(token);
-    const source = new CountingSource(client);
+    const source = new CountingSource(ctx.client);
     const { cache, clock } = newCache(source, { max_ttl_s: 3600 });
     const first = await cache.fetch(token, hash);
     expect(first.status).toBe("active");
@@ -262,7 +258,7 @@ describe("TokenCache in front of oidc-provider", () => {
   });
 
   it("caches an unknown token for negative_ttl_s, counting negative hits", async () => {
-    const source = new CountingSource(client);
+    const source = new CountingSource(ctx.client);
     const { cache, clock } = newCache(source, { negative_ttl_s: 10 });
     const hash = TokenCache.hashToken("unknown-token");
     expect(await cache.fetch("unknown-token", hash)).toEqual({ status: "inactive" });
@@ -281,12 +277,12 @@ describe("TokenCache in front of oidc-provider", () => {
 
   it("holds at most max_entries, and an introspection evicted in flight still answers", async () => {
     const [t1, t2, t3] = await Promise.all([
-      auth.issueToken("read"),
-      auth.issueToken("read"),
-      auth.issueToken("read"),
+      ctx.auth.issueToken("read"),
+      ctx.auth.issueToken("read"),
+      ctx.auth.issueToken("read"),
     ]);
     const [h1, h2, h3] = [t1, t2, t3].map(TokenCache.hashToken) as [string, string, string];
-    const { cache } = newCache(client, { max_entries: 2 });
+    const { cache } = newCache(ctx.client, { max_entries: 2 });
     // t3's call starts while t1 and t2 are in flight, so t1's in-flight entry is evicted.
     const lookups = await Promise.all([cache.fetch(t1, h1), cache.fetch(t2, h2), cache.fetch(t3, h3)]);
     expect(lookups.map((l) => l.status)).toEqual(["active", "active", "active"]);
@@ -294,7 +290,7 @@ describe("TokenCache in front of oidc-provider", () => {
   });
 
   it("does not cache negative answers when negative_ttl_s is 0", async () => {
-    const source = new CountingSource(client);
+    const source = new CountingSource(ctx.client);
     const { cache } = newCache(source, { negative_ttl_s: 0 });
     const hash = TokenCache.hashToken("unknown-token");
     expect(await cache.fetch("unknown-token", hash)).toEqual({ status: "inactive" });

@@ -3,35 +3,14 @@
  * a bursty sequence of calls against Redis, replayed into the memory store at the Redis `TIME` each
  * decision reports, gives identical decisions, remaining counts and resets.
  */
-import { afterAll, beforeAll, expect, it } from "vitest";
+import { expect, it } from "vitest";
 import { ManualClock } from "../../gateway/clock.js";
 import type { Algorithm, Decision, LimitPolicy } from "../../gateway/ratelimit/limiter.js";
 import { MemoryStore } from "../../gateway/ratelimit/memory-store.js";
-import { RedisStore } from "../../gateway/ratelimit/redis-store.js";
-import { RedisServer } from "../helpers/redis-server.js";
+import { useRedisStore } from "../helpers/redis-store-fixture.js";
+import { prng } from "../helpers/prng.js";
 
-let server: RedisServer;
-let store: RedisStore;
-
-beforeAll(async () => {
-  server = await RedisServer.start();
-  store = new RedisStore({ redis: { url: server.url, key_prefix: "parity", command_timeout_ms: 5000 } });
-});
-
-afterAll(async () => {
-  await store.close();
-  await server.destroy();
-});
-
-/** Deterministic PRNG (mulberry32) so a failure can be replayed. */
-function prng(seed: number): () => number {
-  return () => {
-    seed = (seed + 0x6d2b79f5) | 0;
-    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+const redis = useRedisStore("parity");
 
 const pick = (d: Decision) => ({
   allowed: d.allowed,
@@ -61,7 +40,7 @@ async function replay(algorithm: Algorithm, seed: number): Promise<{ calls: numb
     const burst = 1 + Math.floor(rnd() * 5);
     for (let i = 0; i < burst; i++) {
       const count = rnd() > 0.1;
-      const r = count ? await store.consume(key, policy) : await store.peek(key, policy);
+      const r = count ? await redis.store.consume(key, policy) : await redis.store.peek(key, policy);
       clock.set(r.nowMs);
       const m = memory.decide(key, policy, count);
       expect(pick(r), `call ${calls} at ${r.nowMs}`).toEqual(pick(m));

@@ -4,23 +4,12 @@
  * `sliding_window` keeps one small hash per window whatever the traffic; `sliding_log` one sorted-set
  * entry per admitted call.
  */
-import { afterAll, beforeAll, expect, it } from "vitest";
+import { expect, it } from "vitest";
 import type { Algorithm, LimitPolicy } from "../../gateway/ratelimit/limiter.js";
-import { RedisStore } from "../../gateway/ratelimit/redis-store.js";
-import { cli, RedisServer } from "../helpers/redis-server.js";
+import { cli } from "../helpers/redis-server.js";
+import { useRedisStore } from "../helpers/redis-store-fixture.js";
 
-let server: RedisServer;
-let store: RedisStore;
-
-beforeAll(async () => {
-  server = await RedisServer.start();
-  store = new RedisStore({ redis: { url: server.url, key_prefix: "rl", command_timeout_ms: 5000 } });
-});
-
-afterAll(async () => {
-  await store.close();
-  await server.destroy();
-});
+const redis = useRedisStore("rl");
 
 async function fill(algorithm: Algorithm): Promise<number> {
   const policy: LimitPolicy = {
@@ -32,12 +21,14 @@ async function fill(algorithm: Algorithm): Promise<number> {
   const id = "u:0123456789abcdef"; // a typical identity (`sub`) length
   let admitted = 0;
   for (let i = 0; i < 10; i++) {
-    const batch = await Promise.all(Array.from({ length: 500 }, () => store.consume(id, policy)));
+    const batch = await Promise.all(Array.from({ length: 500 }, () => redis.store.consume(id, policy)));
     admitted += batch.filter((d) => d.allowed).length;
   }
   expect(admitted).toBe(5000);
-  expect((await store.consume(id, policy)).allowed).toBe(false);
-  return Number(await cli(server.port, "MEMORY", "USAGE", store.keyOf(id, policy, 0), "SAMPLES", "0"));
+  expect((await redis.store.consume(id, policy)).allowed).toBe(false);
+  return Number(
+    await cli(redis.server.port, "MEMORY", "USAGE", redis.store.keyOf(id, policy, 0), "SAMPLES", "0"),
+  );
 }
 
 it("measures the memory one identity's full 5000/hour class takes, per algorithm", async () => {

@@ -5,23 +5,17 @@
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import type { LimitPolicy } from "../../gateway/ratelimit/limiter.js";
-import { RedisStore } from "../../gateway/ratelimit/redis-store.js";
-import { RedisServer } from "../helpers/redis-server.js";
+import { useRedisStore } from "../helpers/redis-store-fixture.js";
 
-let server: RedisServer;
-let store: RedisStore;
+const redis = useRedisStore("rt");
 let admin: Redis;
 
-beforeAll(async () => {
-  server = await RedisServer.start();
-  store = new RedisStore({ redis: { url: server.url, key_prefix: "rt", command_timeout_ms: 5000 } });
-  admin = new Redis(server.port, "127.0.0.1");
+beforeAll(() => {
+  admin = new Redis(redis.server.port, "127.0.0.1");
 });
 
-afterAll(async () => {
+afterAll(() => {
   admin.disconnect();
-  await store.close();
-  await server.destroy();
 });
 
 /** Calls per command from `INFO commandstats` (`cmdstat_evalsha:calls=12,...`). */
@@ -45,12 +39,12 @@ const policies: LimitPolicy[] = (["sliding_window", "sliding_log"] as const).map
 
 it("sends exactly one EVALSHA per consume or peek, and nothing else", async () => {
   // Load both scripts first: the very first call of a script is EVALSHA → NOSCRIPT → EVAL.
-  for (const p of policies) await store.consume("u:warmup", p);
+  for (const p of policies) await redis.store.consume("u:warmup", p);
   const before = await commandCalls();
   let calls = 0;
   for (const p of policies) {
     for (let i = 0; i < 30; i++) {
-      await (i % 5 === 0 ? store.peek(`u:${i % 3}`, p) : store.consume(`u:${i % 3}`, p));
+      await (i % 5 === 0 ? redis.store.peek(`u:${i % 3}`, p) : redis.store.consume(`u:${i % 3}`, p));
       calls++;
     }
   }
@@ -82,15 +76,17 @@ async function serverReads(): Promise<number> {
 
 it("sends the calls of one event-loop turn in one write: the server reads them at once", async () => {
   const policy = policies[0]!;
-  await store.consume("batch:warmup", policy);
+  await redis.store.consume("batch:warmup", policy);
   // Awaited one by one, each call is its own write and its own read on the server.
   let before = await serverReads();
-  for (let i = 0; i < 20; i++) await store.consume("batch:serial", policy);
+  for (let i = 0; i < 20; i++) await redis.store.consume("batch:serial", policy);
   expect((await serverReads()) - before - 1).toBeGreaterThanOrEqual(20);
 
   // Issued in one turn, 50 calls leave corked together: one writev, read in one or two events.
   before = await serverReads();
-  const decisions = await Promise.all(Array.from({ length: 50 }, () => store.consume("batch:turn", policy)));
+  const decisions = await Promise.all(
+    Array.from({ length: 50 }, () => redis.store.consume("batch:turn", policy)),
+  );
   expect((await serverReads()) - before - 1).toBeLessThanOrEqual(2);
   // Still 50 separate calls, each counted once, in order.
   expect(decisions.map((d) => d.remaining)).toEqual(Array.from({ length: 50 }, (_, i) => Math.max(0, 9 - i)));

@@ -13,19 +13,11 @@ import { expect, it } from "vitest";
 import { ManualClock } from "../../gateway/clock.js";
 import type { LimitPolicy } from "../../gateway/ratelimit/limiter.js";
 import { MemoryStore } from "../../gateway/ratelimit/memory-store.js";
+import { prng } from "../helpers/prng.js";
 
 const LIMIT = 100;
 const WINDOW_MS = 60_000;
 const DURATION_MS = 3_600_000;
-
-function prng(seed: number): () => number {
-  return () => {
-    seed = (seed + 0x6d2b79f5) | 0;
-    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 interface Call {
   t: number;

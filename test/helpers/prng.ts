@@ -1,0 +1,13 @@
+/**
+ * mulberry32: a deterministic 32-bit PRNG (Tommy Ettinger's public-domain generator), so a
+ * randomised trace can be replayed from its seed.
+ * @returns a function yielding floats in [0, 1)
+ */
+export function prng(seed: number): () => number {
+  return () => {
+    seed = (seed + 0x6d2b79f5) | 0;
+    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}

@@ -38,6 +38,12 @@ export class MemoryStore implements Limiter {
   private readonly divisor: number;
   private readonly states: LRUCache<string, KeyState>;
   private readonly verdicts: WindowVerdict[] = [];
+  /**
+   * Key prefix per policy object: class, algorithm and window lengths, as the Redis keys carry
+   * them, so a reload that changes a class's algorithm or windows starts fresh state instead of
+   * reading state of another shape.
+   */
+  private readonly prefixes = new WeakMap<LimitPolicy, string>();
 
   constructor({ clock, maxKeys = 100_000, limitDivisor = 1 }: MemoryStoreOptions) {
     this.clock = clock;
@@ -63,13 +69,22 @@ export class MemoryStore implements Limiter {
     return this.states.size;
   }
 
+  private prefixOf(policy: LimitPolicy): string {
+    let prefix = this.prefixes.get(policy);
+    if (prefix === undefined) {
+      prefix = `${policy.name}:${policy.algorithm}:${policy.windows.map((w) => w.windowS).join(",")}\0`;
+      this.prefixes.set(policy, prefix);
+    }
+    return prefix;
+  }
+
   /** Synchronous decision; `count` false reports without counting. */
   decide(key: string, policy: LimitPolicy, count: boolean): Decision {
     const nowMs = this.clock.nowMs();
-    const stateKey = policy.name + "\0" + key;
+    const stateKey = this.prefixOf(policy) + key;
     let state = this.states.get(stateKey);
     const windows = policy.windows;
-    if (state === undefined || state.length !== windows.length) {
+    if (state === undefined) {
       state =
         policy.algorithm === "sliding_log"
           ? windows.map(() => ({ times: [], head: 0 }))

@@ -93,6 +93,23 @@ describe.each(["sliding_window", "sliding_log"] as const)("%s", (algorithm) => {
   });
 });
 
+describe("a class redefined by a reload", () => {
+  it("starts fresh state when the algorithm or the windows change, never reads the old shape", async () => {
+    const store = new MemoryStore({ clock: new ManualClock(T0 + 1000) });
+    const before = policy("sliding_window", [[3, 10]]);
+    for (let i = 0; i < 3; i++) await store.consume("k", before);
+    expect((await store.consume("k", before)).allowed).toBe(false);
+    // Same class name, other algorithm (the state of a sliding_window key has no log).
+    const asLog = policy("sliding_log", [[3, 10]]);
+    expect(await store.consume("k", asLog)).toMatchObject({ allowed: true, remaining: 2 });
+    // Same name and algorithm, another window length: the old counters do not carry over.
+    const longer = policy("sliding_window", [[3, 60]]);
+    expect(await store.consume("k", longer)).toMatchObject({ allowed: true, remaining: 2 });
+    // The original definition still finds its own state.
+    expect((await store.consume("k", before)).allowed).toBe(false);
+  });
+});
+
 describe("sliding_window estimate", () => {
   it("weights the previous window by the part of it still inside the sliding window", async () => {
     const clock = new ManualClock(T0);

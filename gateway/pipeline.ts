@@ -148,7 +148,8 @@ export class Pipeline implements ProxyHooks {
     if (!scoped) return this.respond(res, scope, "auth_insufficient_scope");
 
     const proxy = rt.proxies.get(route.upstream)!;
-    prepareUpstreamRequest(req, scope, info, rt, target.forwardPath, target.search);
+    prepareUpstreamRequest(req, scope, info, rt, target.forwardPath, target.search, socket !== null);
+    scope.upstreamStartMs = performance.now();
     if (socket !== null) {
       res.detachSocket(socket);
       this.finish(scope, 101);
@@ -431,7 +432,10 @@ function challengeFor(code: ErrorCode, realm: string, scopes: readonly string[] 
   }
 }
 
-/** SPEC §5, §6: headers the upstream receives. */
+/**
+ * SPEC §5, §6: headers the upstream receives.
+ * @param upgrade - the request came through the `upgrade` listener (keeps `Connection: Upgrade`)
+ */
 function prepareUpstreamRequest(
   req: ScopedRequest,
   scope: RequestScope,
@@ -439,9 +443,13 @@ function prepareUpstreamRequest(
   rt: Runtime,
   forwardPath: string,
   search: string,
+  upgrade: boolean,
 ): void {
   const h = req.headers;
-  stripHopByHop(h, h.upgrade !== undefined && req.method === "GET");
+  stripHopByHop(h, upgrade);
+  // Node answered `Expect: 100-continue` itself; forwarded, http-proxy-3 would skip its proxyReq
+  // step (no timeout, no timing) and undici refuses it.
+  if (h.expect !== undefined) delete h.expect;
   for (const name of CLIENT_AUTH_HEADERS) if (h[name] !== undefined) delete h[name];
   if (info.sub !== undefined) h["x-auth-subject"] = info.sub;
   if (info.clientId !== undefined) h["x-auth-client-id"] = info.clientId;

@@ -18,14 +18,17 @@ const HOP_BY_HOP = [
 /**
  * Removes hop-by-hop fields in place, including every field the `Connection` header names.
  * `transfer-encoding` is left to Node, which re-frames the body on each hop.
- * @param keepUpgrade - keep `connection`/`upgrade` (WebSocket handshakes)
+ * @param keepUpgrade - keep `connection`/`upgrade` (a WebSocket handshake taken by the `upgrade`
+ *   listener); every other field `Connection` names is still removed
  */
 export function stripHopByHop(headers: IncomingHttpHeaders, keepUpgrade = false): void {
   const connection = headers.connection;
-  if (connection !== undefined && !keepUpgrade) {
+  if (connection !== undefined) {
     for (const name of connection.split(",")) {
       const n = name.trim().toLowerCase();
-      if (n !== "" && n !== "close" && n !== "keep-alive") delete headers[n];
+      if (n === "" || n === "close" || n === "keep-alive") continue;
+      if (keepUpgrade && (n === "upgrade" || n === "connection")) continue;
+      delete headers[n];
     }
   }
   for (const h of HOP_BY_HOP) {

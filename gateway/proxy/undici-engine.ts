@@ -18,10 +18,9 @@
  * Hoisted listeners find the request's handler on `res` under {@link FORWARD}.
  */
 import type { IncomingHttpHeaders } from "node:http";
-import { performance } from "node:perf_hooks";
 import { Pool, type Dispatcher } from "undici";
 import type { GatewayConfig } from "../config/schema.js";
-import { SCOPE, type ScopedRequest, type ScopedResponse } from "../scope.js";
+import type { ScopedRequest, ScopedResponse } from "../scope.js";
 import { upstreamErrorReason } from "./upstream-errors.js";
 import type { ProxyHooks } from "./upstream-proxy.js";
 
@@ -31,12 +30,7 @@ type UpstreamConfig = GatewayConfig["upstreams"][string];
 const FORWARD: unique symbol = Symbol("gateway.forward");
 type ForwardedResponse = ScopedResponse & { [FORWARD]?: Forward };
 
-/**
- * Request fields undici refuses (it frames bodies and manages connections itself). The pipeline
- * already removed most as hop-by-hop; `transfer-encoding` and `expect` (Node answers 100-continue
- * itself) are left to here, as is an `upgrade` kept on a GET that was not a real upgrade.
- */
-const REFUSED_BY_UNDICI = ["transfer-encoding", "expect", "connection", "keep-alive", "upgrade"];
+
 
 const CLIENT_ABORTED = new Error("client closed the connection");
 
@@ -74,9 +68,9 @@ export class UndiciForwarder {
   web(req: ScopedRequest, res: ScopedResponse): void {
     const h = req.headers;
     const hasBody = h["content-length"] !== undefined || h["transfer-encoding"] !== undefined;
-    for (const name of REFUSED_BY_UNDICI) if (h[name] !== undefined) delete h[name];
-    const scope = req[SCOPE];
-    if (scope !== undefined) scope.upstreamStartMs = performance.now();
+    // undici frames the body itself and refuses the field (the pipeline already removed the
+    // hop-by-hop ones and `expect`).
+    if (h["transfer-encoding"] !== undefined) delete h["transfer-encoding"];
     const forward = new Forward(this, req, res);
     (res as ForwardedResponse)[FORWARD] = forward;
     res.on("close", onClientClose); // emitted once; `on` skips once()'s wrapper

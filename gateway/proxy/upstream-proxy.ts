@@ -11,7 +11,6 @@
  */
 import http, { type ClientRequest, type IncomingHttpHeaders, type IncomingMessage } from "node:http";
 import type { Socket } from "node:net";
-import { performance } from "node:perf_hooks";
 import { ProxyServer } from "http-proxy-3";
 import type { GatewayConfig } from "../config/schema.js";
 import type { UpstreamErrorReason } from "../observability/metrics.js";
@@ -75,8 +74,6 @@ export class UpstreamProxy {
       (proxyReq: ClientRequest, req: IncomingMessage, _res, _opts, socket: Socket) => {
         proxyReq.setTimeout(timeoutMs, onResponseTimeout);
         if (socket.connecting) armConnectTimer(proxyReq, socket, connectTimeoutMs);
-        const scope = (req as ScopedRequest)[SCOPE];
-        if (scope !== undefined) scope.upstreamStartMs = performance.now();
       },
     );
     this.proxy.on("proxyRes", (proxyRes: IncomingMessage, req: IncomingMessage, res: ScopedResponse) => {

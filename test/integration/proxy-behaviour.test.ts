@@ -113,6 +113,34 @@ describe.each(ENGINES)("engine %s", (engine) => {
       expect(h["keep-alive"]).toBeUndefined();
     });
 
+    it("a plain request that names Upgrade loses every hop-by-hop field too", async () => {
+      // No `upgrade` token in Connection: Node hands this to the request listener, not `upgrade`.
+      const raw = await rawRequest(
+        Number(new URL(gw.url).port),
+        "GET /v1/user HTTP/1.1\r\nHost: api.example\r\nAuthorization: Bearer valid-token\r\n" +
+          "Upgrade: foo\r\nConnection: x-secret\r\nX-Secret: 1\r\n\r\n",
+      );
+      expect(raw).toMatch(/^HTTP\/1.1 200/);
+      const h = lastSeen().headers;
+      expect(h["x-secret"]).toBeUndefined();
+      expect(h["upgrade"]).toBeUndefined();
+      expect(h["connection"]).not.toMatch(/x-secret|upgrade/i);
+    });
+
+    it("answers Expect: 100-continue itself and does not forward the expectation", async () => {
+      const req = http.request(`${gw.url}/v1/expect`, {
+        method: "POST",
+        headers: { authorization: "Bearer valid-token", expect: "100-continue", "content-length": 4 },
+      });
+      await once(req, "continue");
+      req.end("body");
+      const [res] = (await once(req, "response")) as [IncomingMessage];
+      res.resume();
+      expect(res.statusCode).toBe(200);
+      expect(lastSeen().url).toBe("/v1/expect");
+      expect(lastSeen().headers.expect).toBeUndefined();
+    });
+
     it("sets X-Forwarded-For/-Proto/-Host and X-Request-Id", async () => {
       const res = await request(`${gw.url}/v1/user`, {
         headers: {

@@ -295,8 +295,11 @@ export class Pipeline implements ProxyHooks {
     if (decisions.some((d) => d === null)) return this.respond(res, scope, "ratelimit_unavailable");
     const own = decisions[entries.indexOf(policy)]!;
     this.useDecision(rt, scope, policy, own);
+    const body = statusBody(entries, decisions as Decision[]);
+    res.setHeader("content-type", JSON_TYPE);
+    res.setHeader("content-length", Buffer.byteLength(body));
     this.writeHead(res, scope, 200);
-    res.end(statusBody(entries, decisions as Decision[]));
+    res.end(body);
   }
 
   /** Writes a catalog error with the rate-limit headers (SPEC §2). */

@@ -243,12 +243,16 @@ describe("GET /rate_limit", () => {
     const first = await request(`${gw.url}/rate_limit`, { headers: h });
     const second = await request(`${gw.url}/rate_limit`, { headers: h });
     expect(first.status).toBe(200);
+    expect(second.headers["content-type"]).toBe("application/json; charset=utf-8");
     const body = JSON.parse(second.body) as {
       resources: Record<string, { limit: number; remaining: number; used: number; reset: number }>;
     };
     expect(body.resources.write).toMatchObject({ limit: 3, remaining: 2, used: 1 });
     expect(body.resources.read).toMatchObject({ limit: 100, remaining: 100, used: 0 });
     expect(body.resources.search).toMatchObject({ limit: 5, remaining: 5, used: 0 });
+    // reset: epoch seconds, no earlier than now (the untouched classes report the current second)
+    for (const r of Object.values(body.resources))
+      expect(r.reset).toBeGreaterThanOrEqual(Math.floor(Date.now() / 1000) - 1);
     expect(second.headers["x-ratelimit-resource"]).toBe("read");
     expect(second.headers["x-ratelimit-remaining"]).toBe("100");
     expect((await request(`${gw.url}/rate_limit`)).status).toBe(401);

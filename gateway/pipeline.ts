@@ -344,7 +344,7 @@ export class Pipeline implements ProxyHooks {
       headers["x-ratelimit-limit"] = String(p.windows[0]!.limit);
       headers["x-ratelimit-remaining"] = "0";
       headers["x-ratelimit-reset"] = String(Math.ceil(this.clock.nowMs() / 1000) + 1);
-      headers["x-ratelimit-resource"] = scope.className || p.name;
+      headers["x-ratelimit-resource"] = p.name;
       return;
     }
     headers["x-ratelimit-limit"] = h.limit;

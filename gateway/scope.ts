@@ -7,7 +7,6 @@ import type { ErrorCode } from "./errors.js";
 import type { Decision, LimitPolicy } from "./ratelimit/limiter.js";
 import type { RateLimitHeaders } from "./ratelimit/headers.js";
 import type { Route } from "./routing/routes.js";
-import type { AuthResult } from "./observability/metrics.js";
 
 /** The scope's slot on `req` and `res`, so hoisted event handlers find it without closures. */
 export const SCOPE: unique symbol = Symbol("gateway.scope");
@@ -33,7 +32,6 @@ export class RequestScope {
   identity = "";
   /** SHA-256 hex of the bearer token (the cache key), or "". */
   tokenHash = "";
-  authResult: AuthResult | null = null;
   decision: Decision | null = null;
   headers: RateLimitHeaders | null = null;
   /** Catalog code when the gateway answered itself. */

@@ -4,15 +4,13 @@
  * the demo. Tokens are looked up by their SHA-256, so plaintext and hashed entries both work and
  * the file may hold only hashes.
  */
-import { hash } from "node:crypto";
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { LineCounter, isMap, isNode, isScalar, parseDocument } from "yaml";
 import { z } from "zod";
-import type { IntrospectionSource, TokenInfo } from "./types.js";
+import { hashToken, INACTIVE, type IntrospectionSource, type TokenInfo } from "./types.js";
 
 const HASHED_KEY = /^sha256:([0-9a-fA-F]{64})$/;
-const INACTIVE: TokenInfo = Object.freeze({ active: false, scope: Object.freeze([]) });
 
 const entrySchema = z.strictObject({
   active: z.boolean().default(true),
@@ -45,11 +43,6 @@ function issueMessage(issue: z.core.$ZodIssue): string {
     return `unknown field ${issue.keys.join(", ")} (known: ${Object.keys(entrySchema.shape).join(", ")})`;
   }
   return issue.message;
-}
-
-/** SHA-256 hex of a token: the lookup key of the static source and of the token cache. */
-function sha256Hex(token: string): string {
-  return hash("sha256", token, "hex");
 }
 
 /**
@@ -108,7 +101,7 @@ export function loadStaticTokens(file: string): Map<string, TokenInfo> {
   }
   const tokens = new Map<string, TokenInfo>();
   for (const [key, e] of Object.entries(parsed.data)) {
-    const hash = HASHED_KEY.exec(key)?.[1]?.toLowerCase() ?? sha256Hex(key);
+    const hash = HASHED_KEY.exec(key)?.[1]?.toLowerCase() ?? hashToken(key);
     if (tokens.has(hash)) {
       throw new Error(
         `invalid tokens file ${file}:\n  ${describeKey(key)}: the same token is listed twice${lineOf([key])}`,
@@ -151,6 +144,6 @@ export class StaticTokenSource implements IntrospectionSource {
 
   /** @returns the entry for `token`; `{ active: false, scope: [] }` when it is not listed */
   async introspect(token: string): Promise<TokenInfo> {
-    return this.#tokens.get(sha256Hex(token)) ?? INACTIVE;
+    return this.#tokens.get(hashToken(token)) ?? INACTIVE;
   }
 }

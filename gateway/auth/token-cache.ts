@@ -6,20 +6,21 @@
  * tests cannot move), so lru-cache is used for what it is good at: a bounded LRU and, through
  * `fetchMethod`, one in-flight introspection per token shared by every concurrent caller.
  */
-import { hash } from "node:crypto";
 import { LRUCache } from "lru-cache";
 import type { Logger } from "pino";
-import type { Clock } from "../clock.js";
+import type { Clock, EpochMs } from "../clock.js";
 import type { TokenCacheConfig } from "../config/schema.js";
 import type { GatewayMetrics } from "../observability/metrics.js";
-import { IntrospectionUnavailableError, type IntrospectionSource, type TokenInfo } from "./types.js";
-
-/** Epoch milliseconds, from the injected clock. */
-type EpochMs = number;
+import {
+  hashToken,
+  INACTIVE,
+  IntrospectionUnavailableError,
+  type IntrospectionSource,
+  type TokenInfo,
+} from "./types.js";
 
 /** While serving stale, the source is asked again at most this often per token (ms). */
 const STALE_RETRY_MS = 1_000;
-const INACTIVE: TokenInfo = Object.freeze({ active: false, scope: Object.freeze([]) });
 
 /** Result of {@link TokenCache.fetch}: what the pipeline turns into 200/401/503 (SPEC §2). */
 export type TokenLookup =
@@ -88,10 +89,8 @@ export class TokenCache {
     });
   }
 
-  /** SHA-256 hex of the token; the cache key (never the token itself). */
-  static hashToken(token: string): string {
-    return hash("sha256", token, "hex");
-  }
+  /** SHA-256 hex of the token; the cache key (never the token itself). See {@link hashToken}. */
+  static readonly hashToken = hashToken;
 
   /**
    * Warm path: a fresh cached answer, counted as `hit` (active) or `negative` (inactive).

@@ -2,6 +2,7 @@
  * Plain data of authentication (SPEC §5): what an introspection source answers and what the
  * pipeline receives.
  */
+import { hash } from "node:crypto";
 
 /**
  * The fields of an RFC 7662 §2.2 introspection response the gateway uses.
@@ -15,6 +16,17 @@ export interface TokenInfo {
   scope: readonly string[];
   /** Expiry (epoch s), when the source gave one. */
   exp?: number;
+}
+
+/** The answer for an unknown, inactive or expired token. */
+export const INACTIVE: TokenInfo = Object.freeze({ active: false, scope: Object.freeze([]) });
+
+/**
+ * SHA-256 hex (lower case) of a token: the key of the token cache and of the static source, so a
+ * token itself is never kept or logged.
+ */
+export function hashToken(token: string): string {
+  return hash("sha256", token, "hex");
 }
 
 /** An introspection source answers for one token or fails. */

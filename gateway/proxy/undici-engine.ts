@@ -30,8 +30,6 @@ type UpstreamConfig = GatewayConfig["upstreams"][string];
 const FORWARD: unique symbol = Symbol("gateway.forward");
 type ForwardedResponse = ScopedResponse & { [FORWARD]?: Forward };
 
-
-
 const CLIENT_ABORTED = new Error("client closed the connection");
 
 /** Forwards plain HTTP requests to one upstream. */

@@ -37,8 +37,6 @@ export interface FailoverOptions {
   logger: Logger;
   /** Time between probes during an outage (ms). @default 1000 */
   probeIntervalMs?: number;
-  /** Label of the primary in `store` metric labels. @default "redis" */
-  storeLabel?: string;
 }
 
 /** The failover {@link Limiter}. */
@@ -65,7 +63,7 @@ export class FailoverLimiter implements Limiter {
     this.metrics = o.metrics;
     this.logger = o.logger;
     this.probeIntervalMs = o.probeIntervalMs ?? 1000;
-    const labels = { store: o.storeLabel ?? "redis" };
+    const labels = { store: "redis" };
     this.duration = o.metrics.storeDuration.labels(labels);
     this.errors = o.metrics.storeErrors.labels(labels);
     this.metrics.storeDegraded.set(0);

@@ -35,9 +35,12 @@ function readLua(name: string): string {
   return readFileSync(new URL(`./lua/${name}.lua`, import.meta.url), "utf8");
 }
 
-/** A limiter script: its own body followed by the shared reply (`lua/reply.lua`). */
+/**
+ * A limiter script as one chunk: the shared head (`lua/prologue.lua`: now, count, n), its own
+ * body, then the shared reply (`lua/reply.lua`).
+ */
 function luaSource(name: string): string {
-  return `${readLua(name)}\n${readLua("reply")}`;
+  return `${readLua("prologue")}\n${readLua(name)}\n${readLua("reply")}`;
 }
 
 /** Options of {@link RedisStore}. */

@@ -1,6 +1,6 @@
 --[[
 reply: the common tail of every limiter script, appended to it when the script is loaded
-(gateway/ratelimit/redis-store.ts), so both algorithms report alike. Mirrors pickReported in
+(gateway/ratelimit/redis-store.ts luaSource, after prologue.lua and the script), so both algorithms report alike. Mirrors pickReported in
 gateway/ratelimit/sliding.ts: when admitted, the window with the fewest remaining calls (ties: the
 later reset); when rejected, the non-fitting window that frees capacity last.
 

@@ -2,7 +2,7 @@
 sliding_log: the exact sliding log (one sorted-set entry per admitted call) over every window of one
 limit class in a single atomic call. Mirrors gateway/ratelimit/sliding.ts (logVerdict,
 pickReported) so the Redis and memory stores decide alike. Time is Redis TIME (ms), never the
-caller's clock; Redis 7 replicates scripts by effects, so reading TIME before writing is allowed.
+caller's clock (prologue.lua).
 
 KEYS[i]       <prefix>:{<identity>}:<class>:<window_s>:log, one per window (i = 1..n), a sorted set:
               score = admission time (epoch ms), member = ARGV[2] (unique per call, so calls in
@@ -15,19 +15,8 @@ ARGV[2]       nonce: a random tag per store instance (48 bits) + a per-instance 
 ARGV[2i+1]    limit of window i (calls)
 ARGV[2i+2]    length W of window i (ms)
 
-Reply: { allowed (1|0), limit, remaining, reset_at_ms, now_ms } for the reported window: when
-admitted, the window with the fewest remaining calls (ties: later reset); when rejected, the
-non-fitting window that frees capacity last. When peeking, remaining is what is left now, not after
-one more call.
+Loaded as prologue.lua (now, count, n) + this + reply.lua (the reply; see there).
 ]]
-
--- Redis 6.2: opt in to effects replication (a no-op on 7, where it is the only mode).
-if redis.replicate_commands then redis.replicate_commands() end
-
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local count = ARGV[1] == '1'
-local n = #KEYS
 
 -- Score of the entry at `offset` among those inside the window (ascending).
 local function score_at(key, cutoff, offset)

@@ -15,19 +15,8 @@ ARGV[2]       unused here (the sliding_log nonce; kept so both scripts share one
 ARGV[2i+1]    limit of window i (calls)
 ARGV[2i+2]    length W of window i (ms)
 
-Reply: { allowed (1|0), limit, remaining, reset_at_ms, now_ms } for the reported window: when
-admitted, the window with the fewest remaining calls (ties: later reset); when rejected, the
-non-fitting window that frees capacity last. When peeking, remaining is what is left now, not after
-one more call.
+Loaded as prologue.lua (now, count, n) + this + reply.lua (the reply; see there).
 ]]
-
--- Redis 6.2: opt in to effects replication (a no-op on 7, where it is the only mode).
-if redis.replicate_commands then redis.replicate_commands() end
-
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local count = ARGV[1] == '1'
-local n = #KEYS
 
 -- Earliest time the estimate drops to `target` or below with no new calls (counterFreeAt).
 local function free_at(s, p, c, w, target)

@@ -1,0 +1,17 @@
+--[[
+prologue: the common head of every limiter script, prepended to it when the script is loaded
+(gateway/ratelimit/redis-store.ts luaSource), with reply.lua appended after it: one chunk, so these
+locals are the script's own. Time is Redis TIME (ms), never the caller's clock; Redis 7 replicates
+scripts by effects, so reading TIME before writing is allowed.
+
+Defines: now (epoch ms), count (ARGV[1] == "1": count the call if admitted; else peek, writing
+nothing), n (windows: #KEYS).
+]]
+
+-- Redis 6.2: opt in to effects replication (a no-op on 7, where it is the only mode).
+if redis.replicate_commands then redis.replicate_commands() end
+
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local count = ARGV[1] == '1'
+local n = #KEYS

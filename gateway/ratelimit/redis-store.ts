@@ -13,8 +13,17 @@ import { LimitStoreError, type Decision, type Limiter, type LimitPolicy } from "
 import { Redis } from "ioredis";
 import { openRedis, type RedisClient } from "./redis-connection.js";
 
-/** A script registered with `defineCommand` (variable key count: `numKeys` first). */
-type ScriptCommand = (numKeys: number, ...keysAndArgs: (string | number)[]) => Promise<unknown>;
+/**
+ * A script registered with `defineCommand` (variable key count: `numKeys` first). ioredis flattens
+ * array arguments one level (its `Command` constructor), so keys and window pairs go as arrays.
+ */
+type ScriptCommand = (
+  numKeys: number,
+  keys: readonly string[],
+  count: "1" | "0",
+  nonce: string,
+  windowArgs: readonly number[],
+) => Promise<unknown>;
 
 /** The commands {@link RedisStore} defines on its client. */
 interface ScriptCommands {
@@ -28,6 +37,9 @@ interface Plan {
   keySuffixes: string[];
   /** `limit, windowMs` pairs (ARGV[3..]). */
   windowArgs: number[];
+  script: keyof ScriptCommands;
+  /** sliding_log: each counted call carries a nonce. */
+  log: boolean;
 }
 
 /** Reads `lua/<name>.lua` next to this module (the build copies them to `dist/`). */
@@ -116,6 +128,8 @@ export class RedisStore implements Limiter {
           (w) => `:${policy.name}:${w.windowS}` + (policy.algorithm === "sliding_log" ? ":log" : ""),
         ),
         windowArgs: policy.windows.flatMap((w) => [w.limit, w.windowS * 1000]),
+        script: policy.algorithm === "sliding_log" ? "rlSlidingLog" : "rlSlidingWindow",
+        log: policy.algorithm === "sliding_log",
       };
       this.plans.set(policy, plan);
     }
@@ -123,26 +137,24 @@ export class RedisStore implements Limiter {
   }
 
   private async run(key: string, policy: LimitPolicy, count: boolean): Promise<Decision> {
-    const { keySuffixes, windowArgs } = this.plan(policy);
+    const { keySuffixes, windowArgs, script, log } = this.plan(policy);
     const base = `${this.prefix}:{${key}}`;
-    const keys = keySuffixes.map((s) => base + s);
-    const nonce =
-      policy.algorithm === "sliding_log" && count ? this.nonceTag + (this.seq++).toString(36) : "";
-    const script = policy.algorithm === "sliding_log" ? "rlSlidingLog" : "rlSlidingWindow";
+    const keys: string[] = [];
+    for (const suffix of keySuffixes) keys.push(base + suffix);
+    const nonce = log && count ? this.nonceTag + (this.seq++).toString(36) : "";
+    const flag = count ? "1" : "0";
     let reply: unknown;
     try {
       if (this.client.status === "ready") {
         // Hot path: ioredis's `commandTimeout` bounds the call; no timer or race of our own.
         this.batchTurn();
-        reply = await this.scripts[script](keys.length, ...keys, count ? "1" : "0", nonce, ...windowArgs);
+        reply = await this.scripts[script](keys.length, keys, flag, nonce, windowArgs);
       } else {
         // No offline queue: while (re)connecting, wait for `ready`, but never past the deadline.
         const deadline = new Deadline(this.timeoutMs);
         try {
           await deadline.race(this.whenReady());
-          reply = await deadline.race(
-            this.scripts[script](keys.length, ...keys, count ? "1" : "0", nonce, ...windowArgs),
-          );
+          reply = await deadline.race(this.scripts[script](keys.length, keys, flag, nonce, windowArgs));
         } finally {
           deadline.clear();
         }

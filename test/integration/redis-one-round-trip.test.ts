@@ -50,7 +50,11 @@ it("sends exactly one EVALSHA per consume or peek, and nothing else", async () =
   }
   const after = await commandCalls();
   const delta = new Map([...after].map(([cmd, n]) => [cmd, n - (before.get(cmd) ?? 0)]));
-  delta.set("info", (delta.get("info") ?? 0) - 1); // our own INFO
+  // Our own INFO, and at most one more: an ioredis ready check (INFO, once per connection) that
+  // a loaded CI machine can let land inside the measured span. A per-call INFO would show ~60.
+  const info = (delta.get("info") ?? 0) - 1;
+  expect(info).toBeLessThanOrEqual(1);
+  delta.delete("info");
   // commandstats also counts the commands a script runs; everything else must be unchanged
   const inScripts = new Set([
     "time",

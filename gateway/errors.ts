@@ -20,6 +20,9 @@ export type ErrorCode =
   | "rate_limited"
   | "not_found"
   | "bad_request"
+  | "bad_framing"
+  | "header_too_large"
+  | "request_timeout"
   | "auth_unavailable"
   | "ratelimit_unavailable"
   | "bad_gateway"
@@ -52,7 +55,24 @@ export const ERROR_CATALOG: Readonly<Record<ErrorCode, CatalogEntry>> = Object.f
   bad_request: {
     status: 400,
     message: "Bad request",
-    condition: "Request target not origin-form, malformed percent-encoding or invalid UTF-8",
+    condition:
+      "Request target not origin-form, malformed percent-encoding or invalid UTF-8; an HTTP/1.1 request with no `Host` or more than one",
+  },
+  bad_framing: {
+    status: 400,
+    message: "Bad request",
+    condition:
+      "The HTTP parser refused the request (invalid framing, conflicting lengths, bad characters); the connection closes",
+  },
+  header_too_large: {
+    status: 431,
+    message: "Request header fields too large",
+    condition: "Request head larger than `listen.max_header_bytes`; the connection closes",
+  },
+  request_timeout: {
+    status: 408,
+    message: "Request timeout",
+    condition: "Request head not received within `listen.headers_timeout_ms`; the connection closes",
   },
   auth_unavailable: {
     status: 503,

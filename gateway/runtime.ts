@@ -1,22 +1,28 @@
 /**
- * Everything the pipeline needs for one configuration, built once (construction does the parsing
- * and allocation) and swapped atomically on reload. The limiter and the token cache survive a
- * reload when their settings did not change, so counts and cached tokens are not lost.
+ * Everything the core needs for one configuration, built once (construction does the parsing and
+ * allocation) and swapped atomically on reload; each request keeps the runtime it started on. The
+ * limiter, the authenticators and the upstream clients survive a reload when their settings did
+ * not change, so counts, cached tokens and pooled connections are not lost.
  */
 import type { Logger } from "pino";
-import { StaticTokenSource } from "./auth/static-source.js";
+import { CachedIntrospection, type Authenticator } from "./auth/authenticator.js";
+import { AuthenticatorChain } from "./auth/chain.js";
 import { IntrospectionClient } from "./auth/introspection.js";
+import { StaticTokenSource } from "./auth/static-source.js";
 import { TokenCache } from "./auth/token-cache.js";
 import type { IntrospectionSource } from "./auth/types.js";
 import type { Clock } from "./clock.js";
 import type { GatewayConfig } from "./config/schema.js";
 import type { GatewayMetrics } from "./observability/metrics.js";
+import type { UpstreamSink } from "./proxy/sink.js";
+import { UpstreamClient } from "./proxy/upstream-client.js";
+import type { UpstreamRequestSettings } from "./proxy/upstream-request.js";
+import { upstreamTls } from "./proxy/upstream-tls.js";
+import type { UpgradeSink } from "./proxy/websocket.js";
 import { createLimiter, type LimiterHandle } from "./ratelimit/create.js";
-import { ietfPolicyOf } from "./ratelimit/headers.js";
-import type { LimitPolicy } from "./ratelimit/limiter.js";
+import { compilePolicies, type PolicySet } from "./ratelimit/policy.js";
 import { Classifier } from "./routing/classify.js";
 import { RouteTable } from "./routing/routes.js";
-import { UpstreamProxy, type ProxyHooks } from "./proxy/upstream-proxy.js";
 
 /** Shared dependencies (injected; no module singletons). */
 export interface RuntimeDeps {
@@ -27,66 +33,67 @@ export interface RuntimeDeps {
   baseDir: string;
 }
 
+/** Where the upstream clients report: the transport writers. */
+export interface UpstreamSinks {
+  upstream: UpstreamSink;
+  upgrade: UpgradeSink;
+}
+
 /** The compiled configuration. */
 export interface Runtime {
   readonly config: GatewayConfig;
   readonly routes: RouteTable;
   readonly classifier: Classifier;
-  readonly policies: ReadonlyMap<string, LimitPolicy>;
-  readonly anonymous: LimitPolicy;
-  /** `RateLimit-Policy` per class, when `headers.ietf`. */
-  readonly ietfPolicies: ReadonlyMap<string, string> | null;
-  readonly proxies: ReadonlyMap<string, UpstreamProxy>;
-  readonly tokenCache: TokenCache;
+  /** Resolved policies per class, and the anonymous one. */
+  readonly policies: PolicySet;
+  /** One client per upstream, by name. */
+  readonly upstreams: ReadonlyMap<string, UpstreamClient>;
+  /** What shapes the upstream request, from the configuration. */
+  readonly upstreamSettings: UpstreamRequestSettings;
+  readonly auth: AuthenticatorChain;
   readonly limiter: LimiterHandle;
-  /** Anonymous policy item for `headers.ietf`. */
-  readonly anonymousIetf: string | undefined;
 }
 
-/** The name of the unauthenticated class (SPEC §3). */
-export const ANONYMOUS = "anonymous";
-
-function policiesOf(config: GatewayConfig): Map<string, LimitPolicy> {
-  const out = new Map<string, LimitPolicy>();
-  for (const [name, c] of Object.entries(config.rate_limits.classes)) {
-    out.set(name, {
-      name,
-      algorithm: c.algorithm,
-      mode: c.mode,
-      windows: c.windows.map((w) => ({ limit: w.limit, windowS: w.window_s })),
-    });
-  }
-  return out;
-}
-
-function sourceOf(config: GatewayConfig, deps: RuntimeDeps): IntrospectionSource {
+/** The chain of `auth`: the static file or RFC 7662 introspection, each behind its token cache. */
+function authenticatorsOf(config: GatewayConfig, deps: RuntimeDeps): Authenticator[] {
   const i = config.auth.introspection;
+  let source: IntrospectionSource;
   if (i !== undefined) {
-    return new IntrospectionClient({
+    source = new IntrospectionClient({
       url: i.url,
       clientId: i.client_id,
       clientSecret: i.client_secret,
       timeoutMs: i.timeout_ms,
       metrics: deps.metrics,
     });
+  } else {
+    source = new StaticTokenSource(config.auth.static!.tokens_file, deps.baseDir);
   }
-  return new StaticTokenSource(config.auth.static!.tokens_file, deps.baseDir);
+  const cache = new TokenCache({
+    source,
+    config: (i ?? config.auth.static!).cache,
+    clock: deps.clock,
+    metrics: deps.metrics,
+    logger: deps.logger,
+  });
+  return [new CachedIntrospection(cache)];
 }
 
 const same = (a: unknown, b: unknown): boolean => JSON.stringify(a) === JSON.stringify(b);
 
 /**
- * Compiles a configuration. Pass the previous runtime to keep its limiter and token cache when
- * their settings are unchanged.
- * @throws Error when a tokens file cannot be loaded
+ * Compiles a configuration. Pass the previous runtime to keep its limiter, authenticators and
+ * upstream clients when their settings are unchanged.
+ * @throws Error when a file the configuration names (tokens, upstream TLS) cannot be loaded
  */
 export function buildRuntime(
   config: GatewayConfig,
   deps: RuntimeDeps,
-  hooks: ProxyHooks,
+  sinks: UpstreamSinks,
   previous?: Runtime,
 ): Runtime {
-  const keepCache =
+  // A static file is re-read on every reload (its content may have changed).
+  const keepAuth =
     previous !== undefined && same(previous.config.auth, config.auth) && config.auth.static === undefined;
   const keepLimiter =
     previous !== undefined &&
@@ -94,53 +101,45 @@ export function buildRuntime(
     same(previous.config.rate_limits.memory, config.rate_limits.memory) &&
     previous.config.rate_limits.failure_mode === config.rate_limits.failure_mode &&
     previous.config.rate_limits.expected_replicas === config.rate_limits.expected_replicas;
-  const authCfg = config.auth.introspection ?? config.auth.static!;
-  const tokenCache = keepCache
-    ? previous.tokenCache
-    : new TokenCache({
-        source: sourceOf(config, deps),
-        config: authCfg.cache,
-        clock: deps.clock,
-        metrics: deps.metrics,
-        logger: deps.logger,
-      });
-  const policies = policiesOf(config);
-  const anonymous: LimitPolicy = {
-    name: ANONYMOUS,
-    algorithm: "sliding_window",
-    mode: "enforce",
-    windows: config.rate_limits.anonymous.windows.map((w) => ({ limit: w.limit, windowS: w.window_s })),
-  };
-  const proxies = new Map<string, UpstreamProxy>();
+  // Files first (they may throw), then what holds sockets, so a bad file leaks nothing.
+  const reused = new Map<string, UpstreamClient>();
+  const tls = new Map<string, ReturnType<typeof upstreamTls>>();
   for (const [name, u] of Object.entries(config.upstreams)) {
-    const reuse = previous !== undefined && same(previous.config.upstreams[name], u);
-    proxies.set(name, reuse ? previous.proxies.get(name)! : new UpstreamProxy(name, u, hooks));
+    // TLS files are re-read on every reload (a rotated CA or client certificate takes effect).
+    if (previous !== undefined && same(previous.config.upstreams[name], u) && u.tls === undefined) {
+      reused.set(name, previous.upstreams.get(name)!);
+    } else {
+      tls.set(name, upstreamTls(name, u, deps.baseDir));
+    }
   }
-  let ietfPolicies: Map<string, string> | null = null;
-  if (config.headers.ietf) {
-    ietfPolicies = new Map();
-    for (const p of policies.values()) ietfPolicies.set(p.name, ietfPolicyOf(p));
+  const auth = keepAuth ? previous.auth : new AuthenticatorChain(authenticatorsOf(config, deps));
+  const upstreams = new Map<string, UpstreamClient>();
+  for (const [name, u] of Object.entries(config.upstreams)) {
+    const client =
+      reused.get(name) ?? new UpstreamClient(name, u, tls.get(name)!, sinks.upstream, sinks.upgrade);
+    upstreams.set(name, client);
   }
   return {
     config,
     routes: new RouteTable(config),
     classifier: new Classifier(config),
-    policies,
-    anonymous,
-    ietfPolicies,
-    anonymousIetf: config.headers.ietf ? ietfPolicyOf(anonymous) : undefined,
-    proxies,
-    tokenCache,
+    policies: compilePolicies(config),
+    upstreams,
+    upstreamSettings: {
+      forwardAuthorization: config.auth.forward_authorization,
+      trustProxy: config.trust_proxy,
+    },
+    auth,
     limiter: keepLimiter ? previous.limiter : createLimiter(config, deps),
   };
 }
 
 /**
- * Releases what `next` does not reuse from `old` (upstream agents, limiter, token cache). Call it
- * once requests started on `old` have finished; pass `next` undefined at shutdown.
+ * Releases what `next` does not reuse from `old` (upstream clients, limiter, authenticators). Call
+ * it once requests started on `old` have finished; pass `next` undefined at shutdown.
  */
 export async function releaseRuntime(old: Runtime, next?: Runtime): Promise<void> {
-  for (const [name, p] of old.proxies) if (next?.proxies.get(name) !== p) p.close();
-  if (next?.tokenCache !== old.tokenCache) await old.tokenCache.close();
+  for (const [name, u] of old.upstreams) if (next?.upstreams.get(name) !== u) u.close();
+  if (next?.auth !== old.auth) await old.auth.close();
   if (next?.limiter !== old.limiter) await old.limiter.limiter.close();
 }

@@ -1,19 +1,30 @@
 /**
  * Per-request state carried between pipeline steps (oauth2-proxy's `RequestScope`). One object per
- * request, created with every field so V8 keeps one hidden class.
+ * request, created with every field so V8 keeps one hidden class. Transport-neutral: the transport
+ * that received the request keeps its own objects and finds the scope on them under {@link SCOPE}.
  */
-import type { IncomingMessage, ServerResponse } from "node:http";
 import type { ErrorCode } from "./errors.js";
-import type { Decision, LimitPolicy } from "./ratelimit/limiter.js";
+import type { ClientProtocol } from "./facts.js";
 import type { RateLimitHeaders } from "./ratelimit/headers.js";
+import type { Decision } from "./ratelimit/limiter.js";
+import type { ResolvedPolicy } from "./ratelimit/policy.js";
 import type { Route } from "./routing/routes.js";
+import type { Runtime } from "./runtime.js";
 
-/** The scope's slot on `req` and `res`, so hoisted event handlers find it without closures. */
+/** The scope's slot on a transport's request and response objects (hoisted handlers, no closures). */
 export const SCOPE: unique symbol = Symbol("gateway.scope");
 
-/** A request (or response) carrying its scope. */
-export type ScopedRequest = IncomingMessage & { [SCOPE]?: RequestScope };
-export type ScopedResponse = ServerResponse & { [SCOPE]?: RequestScope };
+/**
+ * Subscribes to the end of every request (Fastify's `onResponse` hooks): metrics, the access line,
+ * a span. Called once per request, after the response was sent or the client went away.
+ */
+export interface FinishObserver {
+  /**
+   * @param status - the status sent (499 when the client went away first, 101 for an upgrade)
+   * @param durationMs - accept to finish (ms)
+   */
+  onFinish(scope: RequestScope, status: number, durationMs: number): void;
+}
 
 /** Everything the pipeline learns about one request. */
 export class RequestScope {
@@ -21,15 +32,23 @@ export class RequestScope {
   requestId: string;
   /** `performance.now()` at accept (ms). */
   readonly startMs: number;
+  /** The configuration this request runs on from start to finish (a reload never mixes two). */
+  readonly runtime: Runtime;
+  /** Observers of this request's end (shared by every request of one transport). */
+  readonly observers: readonly FinishObserver[];
   method: string;
+  protocol: ClientProtocol;
   /** Normalised path (no query), the only path that is logged. */
   path = "";
   clientIp = "";
   route: Route | null = null;
   /** Limit class charged (`anonymous` for unauthenticated calls). */
   className = "";
-  policy: LimitPolicy | null = null;
+  policy: ResolvedPolicy | null = null;
+  /** The identity's value as logged (`sub`, `client_id`, ...), or "". */
   identity = "";
+  /** The identity with its kind (`sub:alice`), the key the limiter counts under, or "". */
+  identityKey = "";
   /** SHA-256 hex of the bearer token (the cache key), or "". */
   tokenHash = "";
   decision: Decision | null = null;
@@ -40,14 +59,30 @@ export class RequestScope {
   upstreamStartMs = -1;
   /** Upstream time to response headers (ms), or -1. */
   upstreamMs = -1;
-  /** The access line and metrics were written. */
+  /** The observers were told. */
   finished = false;
-  /** Writes the access line and metrics; set by the pipeline (hoisted `close` handlers call it). */
-  finisher: ((scope: RequestScope, status: number) => void) | null = null;
 
-  constructor(requestId: string, method: string, startMs: number) {
+  constructor(
+    requestId: string,
+    method: string,
+    protocol: ClientProtocol,
+    startMs: number,
+    runtime: Runtime,
+    observers: readonly FinishObserver[],
+  ) {
     this.requestId = requestId;
     this.method = method;
+    this.protocol = protocol;
     this.startMs = startMs;
+    this.runtime = runtime;
+    this.observers = observers;
+  }
+
+  /** Tells every observer once; later calls do nothing. @param status - the status sent */
+  finish(status: number, nowMs: number): void {
+    if (this.finished) return;
+    this.finished = true;
+    const durationMs = nowMs - this.startMs;
+    for (const o of this.observers) o.onFinish(this, status, durationMs);
   }
 }

@@ -4,17 +4,19 @@
  */
 import http, { type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import type { Duplex } from "node:stream";
 import type { Logger } from "pino";
 import { Registry } from "prom-client";
 import { createAdminServer } from "./admin.js";
 import { HttpDrain } from "./lifecycle.js";
 import { systemClock, type Clock } from "./clock.js";
 import { loadConfig, type LoadedConfig } from "./config/load.js";
+import { AccessLog } from "./observability/access-log.js";
 import { createLogger } from "./observability/logger.js";
 import { createMetrics, type GatewayMetrics } from "./observability/metrics.js";
+import { RequestMetrics } from "./observability/request-metrics.js";
 import { Pipeline } from "./pipeline.js";
-import { buildRuntime, releaseRuntime } from "./runtime.js";
+import { buildRuntime, releaseRuntime, type Runtime } from "./runtime.js";
+import { Http1Transport } from "./transport/http1.js";
 import { VERSION } from "./version.js";
 
 /** Options of {@link createGateway}. */
@@ -38,7 +40,8 @@ export interface Gateway {
   readonly metrics: GatewayMetrics;
   readonly registry: Registry;
   readonly logger: Logger;
-  readonly pipeline: Pipeline;
+  /** The configuration new requests start on. */
+  readonly runtime: Runtime;
   /** Binds both listeners (`listen` and `admin` config). */
   listen(): Promise<GatewayAddresses>;
   /**
@@ -64,9 +67,20 @@ export function createGateway(loaded: LoadedConfig, options: GatewayOptions = {}
   const registry = options.registry ?? new Registry();
   const metrics = createMetrics(registry, VERSION);
   const pipeline = new Pipeline({ clock, metrics, logger });
+  const accessLog = new AccessLog(logger);
+  // Finish observers, in order: every request's end is told to each (tracing adds one).
+  const observers = [new RequestMetrics(metrics, pipeline.hot), accessLog];
+  const transport = new Http1Transport({
+    pipeline,
+    clock,
+    metrics,
+    logger,
+    observers,
+    runtime: () => runtime,
+  });
+  const sinks = { upstream: transport, upgrade: transport };
   const deps = { clock, metrics, logger, baseDir: loaded.baseDir };
-  let runtime = buildRuntime(config, deps, pipeline);
-  pipeline.setRuntime(runtime);
+  let runtime = buildRuntime(config, deps, sinks);
 
   const l = config.listen;
   const api: Server = http.createServer({
@@ -74,29 +88,33 @@ export function createGateway(loaded: LoadedConfig, options: GatewayOptions = {}
     requestTimeout: l.request_timeout_ms,
     keepAliveTimeout: l.keep_alive_timeout_ms,
     maxHeaderSize: l.max_header_bytes,
+    // The core answers a missing or repeated Host itself (400 with the rate-limit fields).
+    requireHostHeader: false,
     // Node enforces both timeouts only on this sweep (default every 30 s): without it a slowloris
     // client holds its socket up to 30 s past headers_timeout_ms.
     connectionsCheckingInterval: Math.max(50, Math.min(1_000, Math.floor(l.headers_timeout_ms / 4))),
   });
-  api.on("request", pipeline.handle);
-  api.on("upgrade", pipeline.handleUpgrade);
-  api.on("clientError", onClientError);
+  api.on("request", transport.onRequest);
+  api.on("upgrade", transport.onUpgrade);
+  api.on("clientError", transport.onClientError);
   const drain = new HttpDrain(api);
   // Access lines are buffered (16 KiB, then sonic-boom's 4 KiB) so the hot path never writes
   // synchronously; flush at least once a second so a quiet gateway's lines still reach the log
   // pipeline promptly.
   const flushTimer = setInterval(() => {
-    pipeline.flushAccessLog();
+    accessLog.flush();
     logger.flush();
   }, 1000);
   flushTimer.unref();
-  const admin = createAdminServer({ registry, ready: () => pipeline.current.limiter.ready() });
+  const admin = createAdminServer({ registry, ready: () => runtime.limiter.ready() });
 
   const gateway: Gateway = {
     metrics,
     registry,
     logger,
-    pipeline,
+    get runtime() {
+      return runtime;
+    },
     async listen() {
       await listenOn(api, l.port, l.host);
       await listenOn(admin, config.admin.port, config.admin.host);
@@ -112,9 +130,8 @@ export function createGateway(loaded: LoadedConfig, options: GatewayOptions = {}
       try {
         const next = loadConfig(file);
         const old = runtime;
-        const built = buildRuntime(next.config, { ...deps, baseDir: next.baseDir }, pipeline, old);
+        const built = buildRuntime(next.config, { ...deps, baseDir: next.baseDir }, sinks, old);
         runtime = built;
-        pipeline.setRuntime(built);
         // Requests started on the old runtime may still use its agents: release after the grace
         // period what `built` does not reuse (not what a later reload's runtime reuses).
         setTimeout(() => void releaseRuntime(old, built), next.config.listen.grace_ms).unref();
@@ -136,7 +153,7 @@ export function createGateway(loaded: LoadedConfig, options: GatewayOptions = {}
       clearInterval(flushTimer);
       await Promise.all([drain.drain(graceMs), closeServer(admin)]);
       await releaseRuntime(runtime);
-      pipeline.flushAccessLog();
+      accessLog.flush();
       logger.info("gateway stopped");
       logger.flush();
     },
@@ -159,21 +176,4 @@ function closeServer(server: Server): Promise<void> {
     if (!server.listening) return resolve();
     server.close(() => resolve());
   });
-}
-
-/** Parser-level rejections (bad framing, oversized head): a JSON answer, then close. */
-function onClientError(err: NodeJS.ErrnoException, socket: Duplex): void {
-  if (!socket.writable) {
-    socket.destroy();
-    return;
-  }
-  const status =
-    err.code === "HPE_HEADER_OVERFLOW" ? 431 : err.code === "ERR_HTTP_REQUEST_TIMEOUT" ? 408 : 400;
-  const message =
-    status === 431 ? "Request header fields too large" : status === 408 ? "Request timeout" : "Bad request";
-  const body = JSON.stringify({ error: { code: status, message } });
-  socket.end(
-    `HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\n` +
-      `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
-  );
 }

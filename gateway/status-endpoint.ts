@@ -17,7 +17,7 @@ export function statusBody(policies: readonly LimitPolicy[], decisions: readonly
   const resources: Record<string, ResourceStatus> = {};
   policies.forEach((p, i) => {
     const d = decisions[i]!;
-    resources[p.name] = {
+    resources[p.className] = {
       limit: d.limit,
       remaining: d.remaining,
       reset: Math.ceil(d.resetAtMs / 1000),

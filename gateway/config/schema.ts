@@ -31,12 +31,6 @@ const httpUrl = z.string().refine((s) => URL.canParse(s) && /^https?:$/.test(new
 
 const upstreamSchema = z.strictObject({
   url: httpUrl.describe("Base URL of the upstream; the request path is appended to its path."),
-  engine: z
-    .enum(["undici", "http-proxy"])
-    .default("undici")
-    .describe(
-      "Client for plain HTTP: `undici` (a connection pool, faster) or `http-proxy` (http-proxy-3). WebSocket upgrades always use http-proxy-3.",
-    ),
   timeout_ms: positiveInt
     .default(30_000)
     .describe(
@@ -49,6 +43,27 @@ const upstreamSchema = z.strictObject({
   keep_alive_ms: positiveInt
     .default(4_000)
     .describe("Idle time before a pooled upstream socket is closed (ms); below the upstream's own."),
+  tls: z
+    .strictObject({
+      ca_file: z
+        .string()
+        .min(1)
+        .optional()
+        .describe("PEM CA bundle to trust instead of the system store (a private CA)."),
+      cert_file: z.string().min(1).optional().describe("PEM client certificate chain, for mutual TLS."),
+      key_file: z.string().min(1).optional().describe("PEM private key of `cert_file`."),
+      servername: z
+        .string()
+        .min(1)
+        .optional()
+        .describe("SNI and the name the certificate must carry; the URL's host name when absent."),
+      reject_unauthorized: z
+        .boolean()
+        .default(true)
+        .describe("Verify the upstream's certificate; false only for tests."),
+    })
+    .optional()
+    .describe("TLS to an `https://` upstream, for plain requests and WebSocket upgrades alike."),
 });
 
 const routeSchema = z.strictObject({
@@ -231,6 +246,16 @@ export const gatewayConfigSchema = z
       .prefault({}),
   })
   .superRefine((cfg, ctx) => {
+    for (const [name, u] of Object.entries(cfg.upstreams)) {
+      const t = u.tls;
+      if (t !== undefined && (t.cert_file === undefined) !== (t.key_file === undefined)) {
+        ctx.addIssue({
+          code: "custom",
+          path: ["upstreams", name, "tls", t.cert_file === undefined ? "cert_file" : "key_file"],
+          message: "`cert_file` and `key_file` go together",
+        });
+      }
+    }
     cfg.routes.forEach((route, i) => {
       if (!Object.hasOwn(cfg.upstreams, route.upstream)) {
         ctx.addIssue({

@@ -10,7 +10,7 @@
  * from a header other than `X-Request-Id` (validated) and, behind `trust_proxy`, the client IP.
  */
 import pino, { type DestinationStream, type Logger } from "pino";
-import type { RequestScope } from "../scope.js";
+import type { FinishObserver, RequestScope } from "../scope.js";
 
 /** Plain shape of one access line (for tests and log pipelines). */
 export interface AccessLine {
@@ -44,7 +44,7 @@ const INFO = 30;
 const CHUNK_CHARS = 16384;
 
 /** Writes access lines to a pino logger's destination, at `info` when that level is enabled. */
-export class AccessLog {
+export class AccessLog implements FinishObserver {
   private readonly stream: DestinationStream;
   private readonly head: string;
   private lastMs = 0;
@@ -63,6 +63,11 @@ export class AccessLog {
   ) {
     this.stream = (logger as unknown as Record<symbol, DestinationStream>)[pino.symbols.streamSym]!;
     this.head = `,"service":${JSON.stringify(service)},"reqId":`;
+  }
+
+  /** {@link FinishObserver}: one line per request. */
+  onFinish(scope: RequestScope, status: number, durationMs: number): void {
+    this.write(scope, status, durationMs);
   }
 
   /**

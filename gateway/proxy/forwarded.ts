@@ -2,7 +2,7 @@
  * Request and response header hygiene of a proxy: hop-by-hop removal (RFC 9110 §7.6.1), the
  * client IP behind `trust_proxy` hops, and `X-Forwarded-For/-Proto/-Host`.
  */
-import type { IncomingHttpHeaders, IncomingMessage } from "node:http";
+import type { HeaderMap } from "../facts.js";
 
 /** Hop-by-hop fields of RFC 9110 §7.6.1 plus the legacy `proxy-connection` and `keep-alive`. */
 const HOP_BY_HOP = [
@@ -21,10 +21,10 @@ const HOP_BY_HOP = [
  * @param keepUpgrade - keep `connection`/`upgrade` (a WebSocket handshake taken by the `upgrade`
  *   listener); every other field `Connection` names is still removed
  */
-export function stripHopByHop(headers: IncomingHttpHeaders, keepUpgrade = false): void {
+export function stripHopByHop(headers: HeaderMap, keepUpgrade = false): void {
   const connection = headers.connection;
   if (connection !== undefined) {
-    for (const name of connection.split(",")) {
+    for (const name of String(connection).split(",")) {
       const n = name.trim().toLowerCase();
       if (n === "" || n === "close" || n === "keep-alive") continue;
       if (keepUpgrade && (n === "upgrade" || n === "connection")) continue;
@@ -40,11 +40,11 @@ export function stripHopByHop(headers: IncomingHttpHeaders, keepUpgrade = false)
 /**
  * The client address (SPEC §3): the socket peer, or with `trustProxy` N > 0 the entry N hops from
  * the right of `X-Forwarded-For` + peer (the Express `trust proxy` count semantics).
+ * @param peer - the socket's peer address
+ * @param xff - the request's `X-Forwarded-For`
  */
-export function clientIp(req: IncomingMessage, trustProxy: number): string {
-  const peer = req.socket.remoteAddress ?? "unknown";
+export function clientIp(peer: string, xff: string | string[] | undefined, trustProxy: number): string {
   if (trustProxy === 0) return peer;
-  const xff = req.headers["x-forwarded-for"];
   if (typeof xff !== "string") return peer;
   const hops = xff.split(",");
   const idx = hops.length - trustProxy; // hops[length] would be the peer itself
@@ -54,15 +54,16 @@ export function clientIp(req: IncomingMessage, trustProxy: number): string {
 }
 
 /**
- * Sets `X-Forwarded-For` (appending the peer), `-Proto` and `-Host` on the outgoing headers.
+ * Sets `X-Forwarded-For` (appending the peer), `-Proto` and `-Host` on the outgoing headers, in place.
  * Client-sent `-Proto`/`-Host` are kept only when `trustProxy` > 0.
+ * @param peer - the socket's peer address
+ * @param secure - the client connection is TLS (`-Proto: https`)
  */
-export function setForwardedHeaders(req: IncomingMessage, trustProxy: number): void {
-  const h = req.headers;
-  const peer = req.socket.remoteAddress ?? "";
+export function setForwardedHeaders(h: HeaderMap, peer: string, secure: boolean, trustProxy: number): void {
   const xff = h["x-forwarded-for"];
-  h["x-forwarded-for"] = xff === undefined ? peer : `${xff}, ${peer}`;
-  if (trustProxy === 0 || h["x-forwarded-proto"] === undefined) h["x-forwarded-proto"] = "http";
+  h["x-forwarded-for"] = xff === undefined ? peer : `${String(xff)}, ${peer}`;
+  if (trustProxy === 0 || h["x-forwarded-proto"] === undefined)
+    h["x-forwarded-proto"] = secure ? "https" : "http";
   if (trustProxy === 0 || h["x-forwarded-host"] === undefined) {
     if (h.host !== undefined) h["x-forwarded-host"] = h.host;
     else delete h["x-forwarded-host"];

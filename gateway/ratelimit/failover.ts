@@ -20,7 +20,7 @@ import { LimitStoreError, type Decision, type Limiter, type LimitPolicy } from "
 
 /** The policy the probe consumes against: one tiny key that expires after 2 s. */
 const PROBE_POLICY: LimitPolicy = {
-  name: "probe",
+  className: "probe",
   algorithm: "sliding_window",
   mode: "enforce",
   windows: [{ limit: 1_000_000_000, windowS: 1 }],

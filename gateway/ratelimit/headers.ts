@@ -4,7 +4,8 @@
  * with `headers.ietf` the `RateLimit-Policy` / `RateLimit` fields of
  * draft-ietf-httpapi-ratelimit-headers-10.
  */
-import type { Decision, LimitPolicy } from "./limiter.js";
+import type { Decision } from "./limiter.js";
+import type { ResolvedPolicy } from "./policy.js";
 
 /** Header values for one response; plain strings ready for `setHeader`. */
 export interface RateLimitHeaders {
@@ -22,46 +23,23 @@ export interface RateLimitHeaders {
 /**
  * Builds the header values from a decision.
  * `X-RateLimit-Reset` is `ceil(resetAtMs / 1000)`; `Retry-After` is `Reset - now` rounded up, at
- * least 1 (SPEC §2), both on the limiter's clock.
- * @param ietfPolicy - precomputed `RateLimit-Policy` value for the class, or undefined
+ * least 1 (SPEC §2), both on the limiter's clock. The IETF `RateLimit` item is the window the
+ * decision reports (`windowIndex`), never guessed from its limit.
  */
-export function rateLimitHeaders(
-  decision: Decision,
-  policy: LimitPolicy,
-  ietfPolicy: string | undefined,
-): RateLimitHeaders {
+export function rateLimitHeaders(decision: Decision, policy: ResolvedPolicy): RateLimitHeaders {
   const resetS = Math.ceil(decision.resetAtMs / 1000);
   const retryAfterS = Math.max(1, Math.ceil(resetS - decision.nowMs / 1000));
   const h: RateLimitHeaders = {
     limit: String(decision.limit),
     remaining: String(decision.remaining),
     reset: String(resetS),
-    resource: policy.name,
+    resource: policy.className,
     retryAfterS,
   };
-  if (ietfPolicy !== undefined) {
-    h.ietfPolicy = ietfPolicy;
+  if (policy.ietfPolicy !== null) {
+    h.ietfPolicy = policy.ietfPolicy;
     // t: seconds until the quota unit frees; equals Retry-After on a 429.
-    h.ietf = `"${ietfItemName(policy, decision.limit)}";r=${decision.remaining};t=${retryAfterS}`;
+    h.ietf = `"${policy.ietfItems[decision.windowIndex]!}";r=${decision.remaining};t=${retryAfterS}`;
   }
   return h;
-}
-
-/**
- * `RateLimit-Policy` for a class: one policy item per window, e.g. `"read";q=5000;w=3600`.
- */
-export function ietfPolicyOf(policy: LimitPolicy): string {
-  return policy.windows.map((w) => `"${itemName(policy, w.windowS)}";q=${w.limit};w=${w.windowS}`).join(", ");
-}
-
-/** Policy item name: the class, suffixed with the window length when the class has several. */
-function itemName(policy: LimitPolicy, windowS: number): string {
-  return policy.windows.length > 1 ? `${policy.name}-${windowS}s` : policy.name;
-}
-
-/** The item of the reported window, found by its limit (the first window with that limit). */
-function ietfItemName(policy: LimitPolicy, limit: number): string {
-  if (policy.windows.length === 1) return policy.name;
-  const w = policy.windows.find((x) => x.limit === limit) ?? policy.windows[0]!;
-  return itemName(policy, w.windowS);
 }

@@ -14,10 +14,14 @@ export interface WindowSpec {
 /** Sliding-window algorithm of a class. */
 export type Algorithm = "sliding_window" | "sliding_log";
 
-/** A limit class ready for the hot path (built once from config). */
+/**
+ * What a store needs of a limit class. Counts are stored per identity, class name, window length
+ * and algorithm ({@link windowKey}), never per plan or limit, so a caller whose limits change keeps
+ * what it has spent.
+ */
 export interface LimitPolicy {
-  /** Class name; also the `X-RateLimit-Resource` value and the metrics label `class`. */
-  name: string;
+  /** Class name: the `X-RateLimit-Resource` value, the metrics label `class`, part of the key. */
+  className: string;
   algorithm: Algorithm;
   /** `shadow`: decide and count, but the pipeline proxies over-limit calls anyway. */
   mode: "enforce" | "shadow";
@@ -30,7 +34,9 @@ export interface LimitPolicy {
  */
 export interface Decision {
   allowed: boolean;
-  /** Limit of the reported window. */
+  /** Index in `policy.windows` of the reported window. */
+  windowIndex: number;
+  /** Limit of the reported window (divided by `expected_replicas` while failing open). */
   limit: number;
   /** Calls still allowed in that window after this one (>= 0). */
   remaining: number;
@@ -53,14 +59,15 @@ export class LimitStoreError extends Error {
 /** A rate-limit store. */
 export interface Limiter {
   /**
-   * Admits the call if every window of `policy` has room for `cost` more calls, counting it in all
-   * of them; a rejected call is not counted.
-   * @param key - identity key without the store prefix (e.g. `u:alice`, `ip:10.0.0.1`)
+   * Admits the call if every window of `policy` has room for one more call, counting it in all of
+   * them; a rejected call is not counted.
+   * @param identityKey - the identity with its kind (`sub:alice`, `client:ci-bot`, `ip:10.0.0.1`;
+   *   see `identityKey` in `identity.ts`), without the store prefix
    * @throws LimitStoreError when the store cannot answer
    */
-  consume(key: string, policy: LimitPolicy): Promise<Decision>;
+  consume(identityKey: string, policy: LimitPolicy): Promise<Decision>;
   /** Reports the state as `consume` would, without counting (for `GET /rate_limit`). */
-  peek(key: string, policy: LimitPolicy): Promise<Decision>;
+  peek(identityKey: string, policy: LimitPolicy): Promise<Decision>;
   /** Releases connections and timers. */
   close(): Promise<void>;
 }

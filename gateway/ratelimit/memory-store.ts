@@ -5,6 +5,7 @@
  */
 import { LRUCache } from "lru-cache";
 import type { Clock } from "../clock.js";
+import { windowKey } from "./keys.js";
 import type { Decision, Limiter, LimitPolicy } from "./limiter.js";
 import {
   counterVerdict,
@@ -21,12 +22,12 @@ interface LogState {
   head: number;
 }
 
-type KeyState = CounterState[] | LogState[];
+type WindowState = CounterState | LogState;
 
 /** Options of {@link MemoryStore}. */
 export interface MemoryStoreOptions {
   clock: Clock;
-  /** Keys (identity × class) kept; least recently used are dropped. @default 100000 */
+  /** Windows (identity × class × window) kept; least recently used are dropped. @default 100000 */
   maxKeys?: number;
   /** Each limit becomes `ceil(limit / limitDivisor)` (failing open across replicas). @default 1 */
   limitDivisor?: number;
@@ -36,14 +37,12 @@ export interface MemoryStoreOptions {
 export class MemoryStore implements Limiter {
   private readonly clock: Clock;
   private readonly divisor: number;
-  private readonly states: LRUCache<string, KeyState>;
+  /** One state per window, under the same key the Redis store uses ({@link windowKey}, no prefix). */
+  private readonly states: LRUCache<string, WindowState>;
   private readonly verdicts: WindowVerdict[] = [];
-  /**
-   * Key prefix per policy object: class, algorithm and window lengths, as the Redis keys carry
-   * them, so a reload that changes a class's algorithm or windows starts fresh state instead of
-   * reading state of another shape.
-   */
-  private readonly prefixes = new WeakMap<LimitPolicy, string>();
+  /** Scratch space of one decision (JavaScript runs it to completion): each window's state and key. */
+  private readonly found: WindowState[] = [];
+  private readonly keys: string[] = [];
 
   constructor({ clock, maxKeys = 100_000, limitDivisor = 1 }: MemoryStoreOptions) {
     this.clock = clock;
@@ -51,12 +50,12 @@ export class MemoryStore implements Limiter {
     this.states = new LRUCache({ max: maxKeys });
   }
 
-  consume(key: string, policy: LimitPolicy): Promise<Decision> {
-    return Promise.resolve(this.decide(key, policy, true));
+  consume(identityKey: string, policy: LimitPolicy): Promise<Decision> {
+    return Promise.resolve(this.decide(identityKey, policy, true));
   }
 
-  peek(key: string, policy: LimitPolicy): Promise<Decision> {
-    return Promise.resolve(this.decide(key, policy, false));
+  peek(identityKey: string, policy: LimitPolicy): Promise<Decision> {
+    return Promise.resolve(this.decide(identityKey, policy, false));
   }
 
   close(): Promise<void> {
@@ -64,47 +63,44 @@ export class MemoryStore implements Limiter {
     return Promise.resolve();
   }
 
-  /** Number of keys held (for tests and metrics). */
+  /** Number of windows held (for tests and metrics). */
   get size(): number {
     return this.states.size;
   }
 
-  private prefixOf(policy: LimitPolicy): string {
-    let prefix = this.prefixes.get(policy);
-    if (prefix === undefined) {
-      prefix = `${policy.name}:${policy.algorithm}:${policy.windows.map((w) => w.windowS).join(",")}\0`;
-      this.prefixes.set(policy, prefix);
-    }
-    return prefix;
-  }
-
   /** Synchronous decision; `count` false reports without counting. */
-  decide(key: string, policy: LimitPolicy, count: boolean): Decision {
+  decide(identityKey: string, policy: LimitPolicy, count: boolean): Decision {
     const nowMs = this.clock.nowMs();
-    const stateKey = this.prefixOf(policy) + key;
-    let state = this.states.get(stateKey);
     const windows = policy.windows;
-    if (state === undefined) {
-      state =
-        policy.algorithm === "sliding_log"
-          ? windows.map(() => ({ times: [], head: 0 }))
-          : windows.map(() => ({ startMs: 0, prev: 0, curr: 0 }));
-      if (count) this.states.set(stateKey, state);
-    }
+    const log = policy.algorithm === "sliding_log";
     const verdicts = this.verdicts;
+    const found = this.found;
+    const keys = this.keys;
     verdicts.length = windows.length;
+    found.length = windows.length;
+    keys.length = windows.length;
     let allowed = true;
+    /** Bit i: window i has no stored state yet. */
+    let unstored = 0;
     for (let i = 0; i < windows.length; i++) {
       const w = windows[i]!;
       const windowMs = w.windowS * 1000;
       const limit = Math.ceil(w.limit / this.divisor);
+      const key = windowKey("", identityKey, policy, i);
+      keys[i] = key;
+      let state = this.states.get(key);
+      if (state === undefined) {
+        unstored |= 1 << i;
+        state = log ? EMPTY_LOG : { startMs: 0, prev: 0, curr: 0 };
+      }
+      found[i] = state;
       let v: WindowVerdict;
-      if (policy.algorithm === "sliding_log") {
-        const log = state[i] as LogState;
-        trimLog(log, nowMs - windowMs);
-        v = logVerdict(log.times, log.head, nowMs, windowMs, limit);
+      if (log) {
+        const s = state as LogState;
+        if (s !== EMPTY_LOG) trimLog(s, nowMs - windowMs);
+        v = logVerdict(s.times, s.head, nowMs, windowMs, limit);
       } else {
-        const c = state[i] as CounterState;
+        const c = state as CounterState;
         rollCounter(c, nowMs, windowMs);
         v = counterVerdict(c, nowMs, windowMs, limit);
       }
@@ -113,15 +109,24 @@ export class MemoryStore implements Limiter {
     }
     if (allowed && count) {
       for (let i = 0; i < windows.length; i++) {
-        if (policy.algorithm === "sliding_log") (state[i] as LogState).times.push(nowMs);
-        else (state[i] as CounterState).curr += 1;
+        let state = found[i]!;
+        if (log) {
+          if (state === EMPTY_LOG) state = { times: [], head: 0 };
+          (state as LogState).times.push(nowMs);
+        } else {
+          (state as CounterState).curr += 1;
+        }
+        // A window's first counted call stores its state; found ones were updated in place.
+        if ((unstored & (1 << i)) !== 0) this.states.set(keys[i]!, state);
       }
     }
+    found.fill(EMPTY_LOG); // hold no state past the call
     const r = pickReported(verdicts, allowed);
     const v = verdicts[r]!;
     const limit = Math.ceil(windows[r]!.limit / this.divisor);
     return {
       allowed,
+      windowIndex: r,
       limit,
       // peek reports what is left now, not after a call
       remaining: count || !allowed ? v.remaining : Math.min(limit, v.remaining + 1),
@@ -131,6 +136,9 @@ export class MemoryStore implements Limiter {
     };
   }
 }
+
+/** The state of a log window never counted in (read-only; never stored). */
+const EMPTY_LOG: LogState = Object.freeze({ times: Object.freeze([]) as unknown as number[], head: 0 });
 
 function trimLog(log: LogState, cutoffMs: number): void {
   const t = log.times;

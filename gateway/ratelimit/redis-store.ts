@@ -12,6 +12,7 @@ import type { RedisConfig } from "../config/schema.js";
 import { LimitStoreError, type Decision, type Limiter, type LimitPolicy } from "./limiter.js";
 import { Redis } from "ioredis";
 import { openRedis, type RedisClient } from "./redis-connection.js";
+import { windowKey, windowSuffixes } from "./keys.js";
 
 /**
  * A script registered with `defineCommand` (variable key count: `numKeys` first). ioredis flattens
@@ -33,8 +34,8 @@ interface ScriptCommands {
 
 /** Per-policy argument plan, built once per policy object. */
 interface Plan {
-  /** `:<class>:<window_s>` per window (`:log` appended for sliding_log). */
-  keySuffixes: string[];
+  /** Key tails per window ({@link windowSuffixes}). */
+  keySuffixes: readonly string[];
   /** `limit, windowMs` pairs (ARGV[3..]). */
   windowArgs: number[];
   script: keyof ScriptCommands;
@@ -84,7 +85,7 @@ export class RedisStore implements Limiter {
   };
 
   constructor({ redis, logger }: RedisStoreOptions) {
-    this.prefix = redis.key_prefix;
+    this.prefix = `${redis.key_prefix}:`;
     this.timeoutMs = redis.command_timeout_ms;
     this.client = openRedis(redis);
     // Without a listener an `error` event would crash the process.
@@ -111,22 +112,18 @@ export class RedisStore implements Limiter {
   }
 
   /**
-   * Redis key of one window: `<prefix>:{<identity>}:<class>:<window_s>`, plus `:log` for
-   * sliding_log. The hash tag puts every key of an identity in one Cluster slot.
+   * Redis key of one window ({@link windowKey}): `<key_prefix>:{<identityKey>}:<class>:<window_s>`,
+   * plus `:log` for sliding_log. The hash tag puts every key of an identity in one Cluster slot.
    */
-  keyOf(key: string, policy: LimitPolicy, windowIndex: number): string {
-    return `${this.prefix}:{${key}}` + this.plan(policy).keySuffixes[windowIndex]!;
+  keyOf(identityKey: string, policy: LimitPolicy, windowIndex: number): string {
+    return windowKey(this.prefix, identityKey, policy, windowIndex);
   }
 
   private plan(policy: LimitPolicy): Plan {
     let plan = this.plans.get(policy);
     if (plan === undefined) {
       plan = {
-        // Distinct keys per algorithm: switching a class's algorithm on reload must not meet a
-        // key of the other type (WRONGTYPE would fail the class until the old key expired).
-        keySuffixes: policy.windows.map(
-          (w) => `:${policy.name}:${w.windowS}` + (policy.algorithm === "sliding_log" ? ":log" : ""),
-        ),
+        keySuffixes: windowSuffixes(policy),
         windowArgs: policy.windows.flatMap((w) => [w.limit, w.windowS * 1000]),
         script: policy.algorithm === "sliding_log" ? "rlSlidingLog" : "rlSlidingWindow",
         log: policy.algorithm === "sliding_log",
@@ -138,7 +135,7 @@ export class RedisStore implements Limiter {
 
   private async run(key: string, policy: LimitPolicy, count: boolean): Promise<Decision> {
     const { keySuffixes, windowArgs, script, log } = this.plan(policy);
-    const base = `${this.prefix}:{${key}}`;
+    const base = `${this.prefix}{${key}}`;
     const keys: string[] = [];
     for (const suffix of keySuffixes) keys.push(base + suffix);
     const nonce = log && count ? this.nonceTag + (this.seq++).toString(36) : "";
@@ -216,16 +213,17 @@ class Deadline {
 }
 
 /**
- * @param reply - the script's `{ allowed, limit, remaining, reset_at_ms, now_ms }`
+ * @param reply - the script's `{ allowed, limit, remaining, reset_at_ms, now_ms, window_index }`
  * @throws LimitStoreError when the reply has another shape
  */
 function toDecision(reply: unknown): Decision {
-  if (!Array.isArray(reply) || reply.length !== 5 || !allNumbers(reply)) {
+  if (!Array.isArray(reply) || reply.length !== 6 || !allNumbers(reply)) {
     throw new LimitStoreError(`redis: unexpected script reply ${JSON.stringify(reply)}`);
   }
-  const [allowed, limit, remaining, resetAtMs, nowMs] = reply as number[];
+  const [allowed, limit, remaining, resetAtMs, nowMs, windowIndex] = reply as number[];
   return {
     allowed: allowed === 1,
+    windowIndex: windowIndex!,
     limit: limit!,
     remaining: remaining!,
     resetAtMs: resetAtMs!,

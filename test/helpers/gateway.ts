@@ -15,10 +15,6 @@ export const FIXTURES = fileURLToPath(new URL("../fixtures/", import.meta.url));
 /** The test tokens file: `valid-token` (sub alice, scope "read write"), `reader-token` (sub bob, scope read), `client-token` (client_id svc, no sub), `inactive-token`. */
 export const TOKENS_FILE = path.join(FIXTURES, "gateway-tokens.yaml");
 
-/** The plain-HTTP engines (`upstreams.<name>.engine`); behaviour tests run against each. */
-export const ENGINES = ["undici", "http-proxy"] as const;
-export type Engine = (typeof ENGINES)[number];
-
 /** A started gateway. */
 export interface TestGateway {
   gateway: Gateway;

@@ -34,7 +34,7 @@ it.each(["sliding_log", "sliding_window"] as const)(
   "%s: replicas with clocks minutes apart share one window and report Redis time",
   async (algorithm: Algorithm) => {
     const policy: LimitPolicy = {
-      name: algorithm,
+      className: algorithm,
       algorithm,
       mode: "enforce",
       windows: [{ limit: 10, windowS: 60 }],

@@ -14,7 +14,7 @@ let b: RedisStore;
 
 const policies: LimitPolicy[] = [
   {
-    name: "write",
+    className: "write",
     algorithm: "sliding_log",
     mode: "enforce",
     windows: [
@@ -22,7 +22,12 @@ const policies: LimitPolicy[] = [
       { limit: 100, windowS: 3600 },
     ],
   },
-  { name: "read", algorithm: "sliding_window", mode: "enforce", windows: [{ limit: 30, windowS: 3600 }] },
+  {
+    className: "read",
+    algorithm: "sliding_window",
+    mode: "enforce",
+    windows: [{ limit: 30, windowS: 3600 }],
+  },
 ];
 const identities = Array.from({ length: 12 }, (_, i) => `u:user-${i}`);
 

@@ -35,7 +35,7 @@ describe("Redis store under concurrency", () => {
     "%s admits exactly the limit of 300 concurrent calls",
     async (algorithm) => {
       const policy: LimitPolicy = {
-        name: "c",
+        className: "c",
         algorithm,
         mode: "enforce",
         windows: [{ limit: 100, windowS: 3600 }],
@@ -48,7 +48,7 @@ describe("Redis store under concurrency", () => {
 
   it("multi-window sliding_log admits the tightest window's limit and counts admitted calls in every window", async () => {
     const policy: LimitPolicy = {
-      name: "multi",
+      className: "multi",
       algorithm: "sliding_log",
       mode: "enforce",
       windows: [
@@ -66,7 +66,7 @@ describe("Redis store under concurrency", () => {
 
   it("multi-window sliding_window counts admitted calls in every window", async () => {
     const policy: LimitPolicy = {
-      name: "multiw",
+      className: "multiw",
       algorithm: "sliding_window",
       mode: "enforce",
       windows: [

@@ -15,7 +15,7 @@ const TIMEOUT_MS = 200;
 /** Scheduling slack on a loaded 2-core CI machine. */
 const MARGIN_MS = 150;
 const policy: LimitPolicy = {
-  name: "read",
+  className: "read",
   algorithm: "sliding_log",
   mode: "enforce",
   windows: [{ limit: 10, windowS: 60 }],

@@ -21,7 +21,7 @@ const pick = (d: Decision) => ({
 
 async function replay(algorithm: Algorithm, seed: number): Promise<{ calls: number; allowed: number }> {
   const policy: LimitPolicy = {
-    name: "p",
+    className: "p",
     algorithm,
     mode: "enforce",
     windows: [

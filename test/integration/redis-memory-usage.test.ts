@@ -13,7 +13,7 @@ const redis = useRedisStore("rl");
 
 async function fill(algorithm: Algorithm): Promise<number> {
   const policy: LimitPolicy = {
-    name: "read",
+    className: "read",
     algorithm,
     mode: "enforce",
     windows: [{ limit: 5000, windowS: 3600 }],

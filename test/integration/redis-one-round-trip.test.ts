@@ -27,7 +27,7 @@ async function commandCalls(): Promise<Map<string, number>> {
 }
 
 const policies: LimitPolicy[] = (["sliding_window", "sliding_log"] as const).map((algorithm) => ({
-  name: algorithm,
+  className: algorithm,
   algorithm,
   mode: "enforce",
   windows: [

@@ -10,7 +10,7 @@ import { cli, startSentinel, waitFor } from "../helpers/redis-server.js";
 let group: Awaited<ReturnType<typeof startSentinel>>;
 let store: RedisStore;
 const policy: LimitPolicy = {
-  name: "write",
+  className: "write",
   algorithm: "sliding_log",
   mode: "enforce",
   windows: [{ limit: 25, windowS: 60 }],

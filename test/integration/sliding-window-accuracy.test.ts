@@ -69,7 +69,7 @@ it.each(scenarios)(
     const window = new MemoryStore({ clock });
     const log = new MemoryStore({ clock });
     const sw: LimitPolicy = {
-      name: "w",
+      className: "w",
       algorithm: "sliding_window",
       mode: "enforce",
       windows: [{ limit: LIMIT, windowS: 60 }],

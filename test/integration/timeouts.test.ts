@@ -10,7 +10,7 @@ import { once } from "node:events";
 import http, { type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import net from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ENGINES, startGateway, testConfig, type Engine, type TestGateway } from "../helpers/gateway.js";
+import { startGateway, testConfig, type TestGateway } from "../helpers/gateway.js";
 import { closeServer, listen, request } from "../helpers/http.js";
 
 const CONNECT_TIMEOUT_MS = 300;
@@ -72,11 +72,11 @@ beforeAll(async () => {
     const t = performance.now();
     upstreamSockets.push({ socket, closedAt: once(socket, "close").then(() => performance.now() - t) });
   });
-  gw = await startGateway(gatewayConfig("undici"));
+  gw = await startGateway(gatewayConfig());
 });
 
-/** Upstreams `docs` and `dark` (never accepts) on `engine`, and the client-side timeouts. */
-function gatewayConfig(engine: Engine): Record<string, unknown> {
+/** Upstreams `docs` and `dark` (never accepts), and the client-side timeouts. */
+function gatewayConfig(): Record<string, unknown> {
   return testConfig(upstream.url, {
     listen: {
       host: "127.0.0.1",
@@ -87,8 +87,8 @@ function gatewayConfig(engine: Engine): Record<string, unknown> {
       keep_alive_timeout_ms: KEEP_ALIVE_TIMEOUT_MS,
     },
     upstreams: {
-      docs: { url: upstream.url, timeout_ms: RESPONSE_TIMEOUT_MS, keep_alive_ms: UPSTREAM_IDLE_MS, engine },
-      dark: { url: `http://127.0.0.1:${blackhole.port}`, connect_timeout_ms: CONNECT_TIMEOUT_MS, engine },
+      docs: { url: upstream.url, timeout_ms: RESPONSE_TIMEOUT_MS, keep_alive_ms: UPSTREAM_IDLE_MS },
+      dark: { url: `http://127.0.0.1:${blackhole.port}`, connect_timeout_ms: CONNECT_TIMEOUT_MS },
     },
     routes: [
       { prefix: "/v1", upstream: "docs" },
@@ -111,11 +111,11 @@ async function timed<T>(work: Promise<T>): Promise<[T, number]> {
   return [value, performance.now() - t0];
 }
 
-describe.each(ENGINES)("upstream timeouts on engine %s", (engine) => {
+describe("upstream timeouts", () => {
   let egw: TestGateway;
 
   beforeAll(async () => {
-    egw = engine === "undici" ? gw : await startGateway(gatewayConfig(engine));
+    egw = gw;
   });
 
   afterAll(async () => {

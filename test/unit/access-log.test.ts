@@ -7,6 +7,7 @@ import { describe, expect, it } from "vitest";
 import { AccessLog, type AccessLine } from "../../gateway/observability/access-log.js";
 import { createLogger } from "../../gateway/observability/logger.js";
 import type { Decision } from "../../gateway/ratelimit/limiter.js";
+import type { Runtime } from "../../gateway/runtime.js";
 import type { Route } from "../../gateway/routing/routes.js";
 import { RequestScope } from "../../gateway/scope.js";
 
@@ -42,7 +43,7 @@ interface Fields {
 }
 
 function scopeOf(f: Fields): RequestScope {
-  const s = new RequestScope(f.reqId, f.method, 0);
+  const s = new RequestScope(f.reqId, f.method, "1.1", 0, {} as Runtime, []);
   s.path = f.path;
   s.route = f.route === null ? null : ({ prefix: f.route } as Route);
   s.className = f.cls;

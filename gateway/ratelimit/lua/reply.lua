@@ -6,8 +6,9 @@ later reset); when rejected, the non-fitting window that frees capacity last.
 
 Expects the script's locals: n (windows), allowed, count, fits[i], rems[i], resets[i], now (ms),
 and ARGV[2i+1] = limit of window i.
-Reply: { allowed (1|0), limit, remaining, reset_at_ms, now_ms } of the reported window; when
-peeking, remaining is what is left now, not after one more call.
+Reply: { allowed (1|0), limit, remaining, reset_at_ms, now_ms, window_index } of the reported
+window (window_index counts from 0, as Decision.windowIndex does); when peeking, remaining is what
+is left now, not after one more call.
 ]]
 local best = 0
 for i = 1, n do
@@ -25,4 +26,4 @@ end
 local limit = tonumber(ARGV[2 * best + 1])
 local remaining = rems[best]
 if allowed and not count then remaining = math.min(limit, remaining + 1) end
-return { allowed and 1 or 0, limit, remaining, resets[best], now }
+return { allowed and 1 or 0, limit, remaining, resets[best], now, best - 1 }

@@ -4,7 +4,7 @@ limit class in a single atomic call. Mirrors gateway/ratelimit/sliding.ts (logVe
 pickReported) so the Redis and memory stores decide alike. Time is Redis TIME (ms), never the
 caller's clock (prologue.lua).
 
-KEYS[i]       <prefix>:{<identity>}:<class>:<window_s>:log, one per window (i = 1..n), a sorted set:
+KEYS[i]       <prefix>:{<kind>:<identity>}:<class>:<window_s>:log, one per window (i = 1..n), a sorted set:
               score = admission time (epoch ms), member = ARGV[2] (unique per call, so calls in
               the same millisecond or microsecond, from one gateway or many, never collapse into
               one entry). Entries at or before now - W are trimmed when counting; the key

@@ -5,7 +5,7 @@ every window of one limit class in a single atomic call. Mirrors gateway/ratelim
 memory stores decide alike. Time is Redis TIME (ms), never the caller's clock; Redis 7 replicates
 scripts by effects, so reading TIME before writing is allowed.
 
-KEYS[i]       <prefix>:{<identity>}:<class>:<window_s>, one per window (i = 1..n), a hash:
+KEYS[i]       <prefix>:{<kind>:<identity>}:<class>:<window_s>, one per window (i = 1..n), a hash:
               s = start of the current fixed window (epoch ms, a multiple of W),
               p = calls counted in the previous fixed window, c = in the current one.
               Written only when a call is admitted (and not peeking); expires 2*W after that write,

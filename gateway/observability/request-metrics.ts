@@ -1,0 +1,20 @@
+/**
+ * The request metrics as a finish observer: `gateway_requests_total`,
+ * `gateway_request_duration_seconds` and the in-flight gauge (raised by the transport at accept).
+ */
+import type { FinishObserver, RequestScope } from "../scope.js";
+import type { HotMetrics } from "./hot-metrics.js";
+import type { GatewayMetrics } from "./metrics.js";
+
+/** Records each finished request. */
+export class RequestMetrics implements FinishObserver {
+  constructor(
+    private readonly metrics: GatewayMetrics,
+    private readonly hot: HotMetrics,
+  ) {}
+
+  onFinish(scope: RequestScope, status: number, durationMs: number): void {
+    this.metrics.inflight.dec();
+    this.hot.request(scope.route?.prefix ?? "none", scope.className || "none", status, durationMs / 1000);
+  }
+}

@@ -1,0 +1,29 @@
+/**
+ * What the request core decided, as plain data; the transport writer turns it into bytes.
+ */
+import { ERROR_CATALOG, type ErrorCode } from "./errors.js";
+import type { HeaderMap } from "./facts.js";
+import type { UpstreamClient } from "./proxy/upstream-client.js";
+
+/** The core's decision for one request. */
+export type Outcome =
+  /** Answer a catalogue error (SPEC §2); see `errorResponse`. */
+  | { readonly kind: "error"; readonly code: ErrorCode }
+  /** Answer `GET /rate_limit` with this JSON body. */
+  | { readonly kind: "status"; readonly body: string }
+  /** Forward to `upstream`: `path` (with query) and `headers` are what it receives. */
+  | {
+      readonly kind: "proxy";
+      readonly upstream: UpstreamClient;
+      readonly path: string;
+      readonly headers: HeaderMap;
+    };
+
+const errors = new Map<ErrorCode, Outcome>();
+for (const code of Object.keys(ERROR_CATALOG) as ErrorCode[])
+  errors.set(code, Object.freeze({ kind: "error", code }));
+
+/** The error outcome of a code: one frozen object per code, no allocation per request. */
+export function errorOutcome(code: ErrorCode): Outcome {
+  return errors.get(code)!;
+}

@@ -1,0 +1,108 @@
+/**
+ * One client per upstream (undici's `Pool`, Envoy's cluster): it owns the connection pool, the TLS
+ * settings and the timeouts of one `upstreams.<name>` entry, and everything that talks to that
+ * upstream goes through it — plain requests on undici, WebSocket upgrades on http-proxy-3 with a
+ * keep-alive agent built from the same settings.
+ */
+import http from "node:http";
+import https from "node:https";
+import type { IncomingMessage } from "node:http";
+import type { Socket } from "node:net";
+import { Pool, type Dispatcher } from "undici";
+import type { GatewayConfig } from "../config/schema.js";
+import { Forward } from "./forward.js";
+import type { HeaderMap } from "../facts.js";
+import type { ProxyRequest, ResponseTarget, UpstreamSink } from "./sink.js";
+import type { UpstreamTls } from "./upstream-tls.js";
+import { WebSocketRelay, type UpgradeSink } from "./websocket.js";
+
+type UpstreamConfig = GatewayConfig["upstreams"][string];
+
+/** A proxied upstream. */
+export class UpstreamClient {
+  readonly name: string;
+  private readonly pool: Pool;
+  private readonly agent: http.Agent;
+  private readonly ws: WebSocketRelay;
+  private readonly sink: UpstreamSink;
+  /** The upstream URL's path without its trailing slash ("" for the root). */
+  private readonly basePath: string;
+
+  /**
+   * @param name - the upstream's config name (metrics label)
+   * @param cfg - `upstreams.<name>`: url, timeout_ms (silence before and during the body, ms),
+   *   connect_timeout_ms (ms), max_sockets (pool connections), keep_alive_ms (idle pooled socket, ms)
+   * @param tls - the upstream's TLS settings (`https://` upstreams), or null
+   */
+  constructor(
+    name: string,
+    cfg: UpstreamConfig,
+    tls: UpstreamTls | null,
+    sink: UpstreamSink,
+    upgradeSink: UpgradeSink,
+  ) {
+    this.name = name;
+    this.sink = sink;
+    const url = new URL(cfg.url);
+    this.basePath = url.pathname.replace(/\/+$/, "");
+    this.pool = new Pool(url.origin, {
+      connections: cfg.max_sockets,
+      pipelining: 1,
+      keepAliveTimeout: cfg.keep_alive_ms,
+      // An upstream's `Keep-Alive: timeout=N` may shorten, never lengthen, the configured idle time.
+      keepAliveMaxTimeout: cfg.keep_alive_ms,
+      headersTimeout: cfg.timeout_ms,
+      bodyTimeout: cfg.timeout_ms,
+      connect: { timeout: cfg.connect_timeout_ms, ...tls },
+    });
+    const agentOptions = {
+      keepAlive: true,
+      maxSockets: cfg.max_sockets,
+      maxFreeSockets: Math.min(cfg.max_sockets, 64),
+      timeout: cfg.keep_alive_ms,
+      scheduling: "lifo" as const,
+    };
+    this.agent = tls === null ? new http.Agent(agentOptions) : new https.Agent({ ...agentOptions, ...tls });
+    this.ws = new WebSocketRelay(
+      name,
+      cfg.url,
+      this.agent,
+      tls?.rejectUnauthorized ?? true,
+      { timeoutMs: cfg.timeout_ms, connectTimeoutMs: cfg.connect_timeout_ms },
+      upgradeSink,
+    );
+  }
+
+  /**
+   * Forwards a plain request, streaming both bodies.
+   * @param path - path and query to send (appended to the upstream URL's path)
+   * @param headers - the prepared upstream request headers (hop-by-hop and `expect` removed)
+   */
+  forward(req: ProxyRequest, res: ResponseTarget, method: string, path: string, headers: HeaderMap): void {
+    const hasBody = headers["content-length"] !== undefined || headers["transfer-encoding"] !== undefined;
+    // undici frames the body itself and refuses the field.
+    if (headers["transfer-encoding"] !== undefined) delete headers["transfer-encoding"];
+    this.pool.dispatch(
+      {
+        path: this.basePath + path,
+        method: method as Dispatcher.HttpMethod,
+        headers,
+        body: hasBody ? req : null,
+      },
+      new Forward(this.name, this.sink, req, res),
+    );
+  }
+
+  /** Forwards a WebSocket handshake (`req.url` and `req.headers` prepared) and then pipes both ways. */
+  upgrade(req: IncomingMessage, socket: Socket, head: Buffer): void {
+    this.ws.relay(req, socket, head);
+  }
+
+  /** Closes pooled sockets (and aborts what still runs on them). */
+  close(): void {
+    this.agent.destroy();
+    this.pool.destroy().catch(ignore);
+  }
+}
+
+function ignore(): void {}

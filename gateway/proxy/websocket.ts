@@ -1,0 +1,111 @@
+/**
+ * WebSocket upgrades through http-proxy-3 (the maintained successor of the http-proxy API), with
+ * the upstream client's agent (so `https://` upstreams and their TLS settings apply). The
+ * handshake is authenticated and counted before it gets here; this relays it and then pipes.
+ *
+ * - The connect timer watches the upstream socket (`connect_timeout_ms`), the response timer the
+ *   handshake (`timeout_ms`); both stop once the upstream answers.
+ * - A 101 gets the gateway's headers ({@link UpgradeSink.upgraded}); a non-101 answer is an ordinary
+ *   response: hop-by-hop fields removed, the gateway's headers added, counted with its own status
+ *   ({@link UpgradeSink.refused}); an upstream failure before either is a 502/504 on the still-HTTP
+ *   socket ({@link UpgradeSink.failed}).
+ *
+ * Event handlers are hoisted; the sink finds the request's own state on `req`.
+ */
+import type { Agent, ClientRequest, IncomingMessage } from "node:http";
+import type { Socket } from "node:net";
+import { ProxyServer } from "http-proxy-3";
+import type { UpstreamErrorReason } from "../observability/metrics.js";
+import type { HeaderMap } from "../facts.js";
+import { CONNECT_TIMEOUT_CODE, RESPONSE_TIMEOUT_CODE, upstreamErrorReason } from "./upstream-errors.js";
+
+/** The transport's side of an upgrade. */
+export interface UpgradeSink {
+  /** The upstream switched protocols: add the gateway's headers to the 101, in place. */
+  upgraded(req: IncomingMessage, headers: HeaderMap): void;
+  /** The upstream answered the handshake with `status` (not 101): edit its headers in place. */
+  refused(req: IncomingMessage, status: number, headers: HeaderMap): void;
+  /** The upstream failed before answering (the client socket still speaks HTTP) or after. */
+  failed(req: IncomingMessage, socket: Socket, reason: UpstreamErrorReason, upstream: string): void;
+}
+
+/** Timings of one upstream. */
+export interface UpgradeTimeouts {
+  /** Response to the handshake (ms). */
+  timeoutMs: number;
+  /** TCP connect (ms). */
+  connectTimeoutMs: number;
+}
+
+/** Relays WebSocket handshakes to one upstream. */
+export class WebSocketRelay {
+  private readonly proxy: ProxyServer;
+
+  /**
+   * @param target - the upstream URL
+   * @param agent - the upstream client's keep-alive agent (`http.Agent` or `https.Agent` with its TLS)
+   * @param rejectUnauthorized - verify the upstream's certificate (http-proxy's `secure`)
+   */
+  constructor(
+    readonly upstream: string,
+    target: string,
+    agent: Agent,
+    rejectUnauthorized: boolean,
+    timeouts: UpgradeTimeouts,
+    sink: UpgradeSink,
+  ) {
+    this.proxy = new ProxyServer({
+      target,
+      agent,
+      xfwd: false,
+      ws: true,
+      prependPath: true,
+      secure: rejectUnauthorized,
+    });
+    const { timeoutMs, connectTimeoutMs } = timeouts;
+    this.proxy.on("proxyReqWs", (proxyReq: ClientRequest, req: IncomingMessage) => {
+      proxyReq.setTimeout(timeoutMs, onResponseTimeout);
+      proxyReq.once("socket", (s: Socket) => {
+        if (s.connecting) armConnectTimer(proxyReq, s, connectTimeoutMs);
+      });
+      proxyReq.once("upgrade", (proxyRes: IncomingMessage, proxySocket: Socket) => {
+        proxyReq.setTimeout(0);
+        proxySocket.setTimeout(0);
+        sink.upgraded(req, proxyRes.headers);
+      });
+      // Before http-proxy-3's own listener, which copies these headers to the client.
+      proxyReq.prependListener("response", (proxyRes: IncomingMessage) => {
+        proxyReq.setTimeout(0);
+        sink.refused(req, proxyRes.statusCode ?? 502, proxyRes.headers);
+      });
+    });
+    this.proxy.on("error", (err: NodeJS.ErrnoException, req: IncomingMessage, socket: unknown) => {
+      sink.failed(req, socket as Socket, upstreamErrorReason(err), upstream);
+    });
+    // A client abort during the exchange: nothing to answer, http-proxy destroys the request.
+    this.proxy.on("econnreset", () => {});
+  }
+
+  /** Forwards a handshake (`req.url` already holds the path to send) and then pipes both ways. */
+  relay(req: IncomingMessage, socket: Socket, head: Buffer): void {
+    this.proxy.ws(req, socket, head);
+  }
+}
+
+function onResponseTimeout(this: ClientRequest): void {
+  const err: NodeJS.ErrnoException = new Error("upstream timed out");
+  err.code = RESPONSE_TIMEOUT_CODE;
+  this.destroy(err);
+}
+
+/** Only new connections pay for this timer; pooled keep-alive sockets are already connected. */
+function armConnectTimer(proxyReq: ClientRequest, socket: Socket, ms: number): void {
+  const timer = setTimeout(() => {
+    const err: NodeJS.ErrnoException = new Error("upstream connect timed out");
+    err.code = CONNECT_TIMEOUT_CODE;
+    proxyReq.destroy(err);
+  }, ms);
+  timer.unref();
+  socket.once("connect", () => clearTimeout(timer));
+  socket.once("close", () => clearTimeout(timer));
+}

@@ -1,0 +1,99 @@
+/**
+ * The responses the gateway produces itself and the fields it adds to every response (SPEC §2,
+ * §3), as plain data: a status, header fields and a body. Transport writers put them on the wire;
+ * nothing here knows `node:http`.
+ */
+import { ERROR_CATALOG, errorBody, type ErrorCode } from "./errors.js";
+import type { HeaderMap } from "./facts.js";
+import type { RequestScope } from "./scope.js";
+
+/** `Retry-After` (s) on a 503 the gateway produces. */
+export const UNAVAILABLE_RETRY_AFTER_S = 5;
+const JSON_TYPE = "application/json; charset=utf-8";
+
+/** A response of the gateway's own. */
+export interface GatewayResponse {
+  status: number;
+  /** Every field, the rate-limit ones included; no connection-specific field. */
+  headers: Record<string, string>;
+  body: string;
+}
+
+/**
+ * Sets `X-Request-Id` and the rate-limit fields on `headers`, in place, overwriting any the upstream
+ * sent (SPEC §3). Without a decision (store down, `failure_mode: closed`) the class is reported as
+ * exhausted for 1 s.
+ * @param nowMs - the current time (epoch ms), used only without a decision
+ */
+export function addGatewayFields(headers: HeaderMap, scope: RequestScope, nowMs: number): void {
+  headers["x-request-id"] = scope.requestId;
+  const h = scope.headers;
+  if (h === null) {
+    const p = scope.policy ?? scope.runtime.policies.anonymous;
+    headers["x-ratelimit-limit"] = String(p.windows[0]!.limit);
+    headers["x-ratelimit-remaining"] = "0";
+    headers["x-ratelimit-reset"] = String(Math.ceil(nowMs / 1000) + 1);
+    headers["x-ratelimit-resource"] = p.className;
+    return;
+  }
+  headers["x-ratelimit-limit"] = h.limit;
+  headers["x-ratelimit-remaining"] = h.remaining;
+  headers["x-ratelimit-reset"] = h.reset;
+  headers["x-ratelimit-resource"] = h.resource;
+  if (h.ietf !== undefined) {
+    headers["ratelimit-policy"] = h.ietfPolicy;
+    headers["ratelimit"] = h.ietf;
+  }
+}
+
+/**
+ * A catalogue error (SPEC §2) with its challenge, `Retry-After` and rate-limit fields; records the
+ * code on the scope for the access line.
+ * @param nowMs - the current time (epoch ms)
+ */
+export function errorResponse(scope: RequestScope, code: ErrorCode, nowMs: number): GatewayResponse {
+  scope.errorCode = code;
+  const entry = ERROR_CATALOG[code];
+  const headers: Record<string, string> = {};
+  let body: string;
+  if (code === "rate_limited") {
+    const n = scope.headers?.retryAfterS ?? 1;
+    headers["retry-after"] = String(n);
+    body = errorBody(code, n);
+  } else {
+    body = errorBody(code);
+    if (entry.status === 503) headers["retry-after"] = String(UNAVAILABLE_RETRY_AFTER_S);
+  }
+  const challenge = challengeFor(code, scope.runtime.config.auth.realm, scope.route?.scopes);
+  if (challenge !== null) headers["www-authenticate"] = challenge;
+  headers["content-type"] = JSON_TYPE;
+  headers["content-length"] = String(Buffer.byteLength(body));
+  addGatewayFields(headers, scope, nowMs);
+  return { status: entry.status, headers, body };
+}
+
+/** A 200 JSON answer of the gateway's own (`GET /rate_limit`). */
+export function jsonResponse(scope: RequestScope, body: string, nowMs: number): GatewayResponse {
+  const headers: Record<string, string> = {
+    "content-type": JSON_TYPE,
+    "content-length": String(Buffer.byteLength(body)),
+  };
+  addGatewayFields(headers, scope, nowMs);
+  return { status: 200, headers, body };
+}
+
+/** RFC 6750 §3 challenges. */
+function challengeFor(code: ErrorCode, realm: string, scopes: readonly string[] | undefined): string | null {
+  switch (code) {
+    case "auth_required":
+      return `Bearer realm="${realm}"`;
+    case "auth_malformed":
+      return `Bearer realm="${realm}", error="invalid_request"`;
+    case "auth_invalid":
+      return `Bearer realm="${realm}", error="invalid_token"`;
+    case "auth_insufficient_scope":
+      return `Bearer realm="${realm}", error="insufficient_scope", scope="${(scopes ?? []).join(" ")}"`;
+    default:
+      return null;
+  }
+}

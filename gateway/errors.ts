@@ -9,6 +9,8 @@ export interface CatalogEntry {
   message: string;
   /** Text of the README's "Condition" column. */
   condition: string;
+  /** The connection closes after this answer (the request's framing cannot be trusted). */
+  closesConnection?: true;
 }
 
 /** Stable gateway error codes. */
@@ -20,6 +22,7 @@ export type ErrorCode =
   | "rate_limited"
   | "not_found"
   | "bad_request"
+  | "bad_host"
   | "bad_framing"
   | "header_too_large"
   | "request_timeout"
@@ -55,24 +58,33 @@ export const ERROR_CATALOG: Readonly<Record<ErrorCode, CatalogEntry>> = Object.f
   bad_request: {
     status: 400,
     message: "Bad request",
+    condition: "Request target not origin-form, malformed percent-encoding or invalid UTF-8",
+  },
+  bad_host: {
+    status: 400,
+    message: "Bad request",
     condition:
-      "Request target not origin-form, malformed percent-encoding or invalid UTF-8; an HTTP/1.1 request with no `Host` or more than one",
+      "An HTTP/1.1 request with no `Host` field or more than one (RFC 9112 §3.2); the connection closes",
+    closesConnection: true,
   },
   bad_framing: {
     status: 400,
     message: "Bad request",
     condition:
       "The HTTP parser refused the request (invalid framing, conflicting lengths, bad characters); the connection closes",
+    closesConnection: true,
   },
   header_too_large: {
     status: 431,
     message: "Request header fields too large",
     condition: "Request head larger than `listen.max_header_bytes`; the connection closes",
+    closesConnection: true,
   },
   request_timeout: {
     status: 408,
     message: "Request timeout",
     condition: "Request head not received within `listen.headers_timeout_ms`; the connection closes",
+    closesConnection: true,
   },
   auth_unavailable: {
     status: 503,

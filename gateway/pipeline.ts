@@ -62,7 +62,7 @@ export class Pipeline {
     const rt = scope.runtime;
     scope.clientIp = clientIp(facts.peerAddress, facts.headers["x-forwarded-for"], rt.config.trust_proxy);
     // RFC 9112 §3.2: exactly one Host on HTTP/1.1; never forwarded otherwise.
-    if (facts.protocol === "1.1" && facts.hostFields !== 1) return this.rejectAnonymous(scope, "bad_request");
+    if (facts.protocol === "1.1" && facts.hostFields !== 1) return this.rejectAnonymous(scope, "bad_host");
     const target = normalizeTarget(facts.target);
     if (target === null) return this.rejectAnonymous(scope, "bad_request");
     scope.path = target.matchPath;

@@ -17,6 +17,8 @@ export interface GatewayResponse {
   /** Every field, the rate-limit ones included; no connection-specific field. */
   headers: Record<string, string>;
   body: string;
+  /** The transport closes the connection after it (HTTP/1.1 `Connection: close`). */
+  closesConnection: boolean;
 }
 
 /**
@@ -69,7 +71,7 @@ export function errorResponse(scope: RequestScope, code: ErrorCode, nowMs: numbe
   headers["content-type"] = JSON_TYPE;
   headers["content-length"] = String(Buffer.byteLength(body));
   addGatewayFields(headers, scope, nowMs);
-  return { status: entry.status, headers, body };
+  return { status: entry.status, headers, body, closesConnection: entry.closesConnection === true };
 }
 
 /** A 200 JSON answer of the gateway's own (`GET /rate_limit`). */
@@ -79,7 +81,7 @@ export function jsonResponse(scope: RequestScope, body: string, nowMs: number): 
     "content-length": String(Buffer.byteLength(body)),
   };
   addGatewayFields(headers, scope, nowMs);
-  return { status: 200, headers, body };
+  return { status: 200, headers, body, closesConnection: false };
 }
 
 /** RFC 6750 §3 challenges. */

@@ -210,7 +210,7 @@ export class Http1Transport implements UpstreamSink, UpgradeSink {
   /** Writes a gateway response; `close` of `res` tells the observers. */
   private send(res: ServerResponse, r: GatewayResponse): void {
     if (res.headersSent || res.destroyed) return;
-    if (res.socket === null || !res.shouldKeepAlive) r.headers.connection = "close";
+    if (r.closesConnection || res.socket === null || !res.shouldKeepAlive) r.headers.connection = "close";
     res.writeHead(r.status, r.headers);
     res.end(r.body);
   }

@@ -5,11 +5,11 @@
  * the body is silent (the stream is cut), `keep_alive_ms` (pooled sockets closed). Client side:
  * `headers_timeout_ms` (slowloris: 408 then close) and `keep_alive_timeout_ms` (idle sockets closed).
  */
-import { spawn, type ChildProcess } from "node:child_process";
 import { once } from "node:events";
 import http, { type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import net from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startBlackhole, type Blackhole } from "../helpers/blackhole.js";
 import { startGateway, testConfig, type TestGateway } from "../helpers/gateway.js";
 import { closeServer, listen, request } from "../helpers/http.js";
 
@@ -23,38 +23,11 @@ const SLACK_MS = 1500;
 const AUTH = { authorization: "Bearer valid-token" };
 
 let upstream: { server: Server; url: string };
-let blackhole: { child: ChildProcess; port: number; fillers: net.Socket[] };
+let blackhole: Blackhole;
 let gw: TestGateway;
 const stalled: ServerResponse[] = [];
 /** Upstream connections the gateway opened, and when each closed. */
 const upstreamSockets: { socket: net.Socket; closedAt: Promise<number> }[] = [];
-
-/**
- * A port that never completes a TCP handshake: a child listens with backlog 1 and blocks its event
- * loop, so it never accepts; two connections fill the accept queue and later SYNs are dropped. (A
- * "non-routable" address is no good here: this sandbox answers every outbound connect at once.)
- */
-async function startBlackhole(): Promise<typeof blackhole> {
-  const child = spawn(
-    process.execPath,
-    [
-      "-e",
-      "const s=require('net').createServer().listen({port:0,host:'127.0.0.1',backlog:1},()=>{" +
-        "console.log(s.address().port);Atomics.wait(new Int32Array(new SharedArrayBuffer(4)),0,0)})",
-    ],
-    { stdio: ["ignore", "pipe", "inherit"] },
-  );
-  const [data] = (await once(child.stdout!, "data")) as [Buffer];
-  const port = Number(String(data).trim());
-  const fillers: net.Socket[] = [];
-  for (let i = 0; i < 2; i++) {
-    const s = net.connect(port, "127.0.0.1");
-    s.on("error", () => {});
-    await once(s, "connect");
-    fillers.push(s);
-  }
-  return { child, port, fillers };
-}
 
 beforeAll(async () => {
   blackhole = await startBlackhole();
@@ -101,8 +74,7 @@ afterAll(async () => {
   await gw?.close();
   for (const res of stalled) res.destroy();
   if (upstream !== undefined) await closeServer(upstream.server);
-  for (const s of blackhole?.fillers ?? []) s.destroy();
-  blackhole?.child.kill("SIGKILL");
+  blackhole?.close();
 });
 
 async function timed<T>(work: Promise<T>): Promise<[T, number]> {

@@ -218,7 +218,12 @@ async function main(): Promise<number> {
             keyPrefix: "bda",
             main: altMain,
           });
-    for (const g of [...Object.values(gw), alt]) if (g !== undefined && typeof g !== "string") keep(g);
+    const altMemory =
+      altMain === undefined
+        ? undefined
+        : await tryGateway("c-alt", dir, upstream, { tokensFile: warmTokens, main: altMain });
+    for (const g of [...Object.values(gw), alt, altMemory])
+      if (g !== undefined && typeof g !== "string") keep(g);
     const row = (id: string, label: string): Row => ({ id, label, samples: [] });
     const cells: Cell[] = [
       { id: "a", label: "upstream alone", target: upstream, row: row("a", "upstream alone") },
@@ -278,6 +283,18 @@ async function main(): Promise<number> {
       };
       if (typeof alt === "string") cell.row.pending = alt;
       else cell.gateway = alt;
+      cells.push(cell);
+    }
+    if (altMemory !== undefined) {
+      const cell: Cell = {
+        id: "c*",
+        label: `gateway, memory store, ${altMain}`,
+        target: typeof altMemory === "string" ? null : altMemory,
+        row: row("c*", `gateway, memory store, ${altMain}`),
+        check: gatewayCheck(false, "read"),
+      };
+      if (typeof altMemory === "string") cell.row.pending = altMemory;
+      else cell.gateway = altMemory;
       cells.push(cell);
     }
 
@@ -452,6 +469,7 @@ function report(rows: Row[], extra: Row[], elapsedS: number): string {
     ratioTable(rows, "b"),
     "",
     pairedTable(rows, "d", "d*"),
+    pairedTable(rows, "c", "c*"),
     "",
     "Per request (warm cells; expected: 1 EVALSHA, 0 token-source and introspection calls):",
     "",

@@ -102,7 +102,7 @@ export class MemoryStore implements Limiter {
       } else {
         const c = state as CounterState;
         rollCounter(c, nowMs, windowMs);
-        v = counterVerdict(c, nowMs, windowMs, limit);
+        v = counterVerdict(c, nowMs, windowMs, limit, count);
       }
       verdicts[i] = v;
       if (!v.fits) allowed = false;

@@ -50,25 +50,31 @@ export function counterFreeAt(s: CounterState, nowMs: number, windowMs: number, 
   return s.startMs + windowMs + Math.ceil(windowMs * (1 - target / s.curr));
 }
 
-/** Decides one `sliding_window` window for a call of weight 1 (state must be rolled to now). */
+/**
+ * Decides one `sliding_window` window for a call of weight 1 (state must be rolled to now).
+ *
+ * Reset (SPEC §3): while calls remain after this one (or, when peeking, whenever one more call
+ * fits), the end of the current fixed window, so never more than the window length ahead; when
+ * this call used the last unit, or the call does not fit, the earliest time one more call fits.
+ * @param count - true for a call that counts; false for a peek (`GET /rate_limit`)
+ */
 export function counterVerdict(
   s: CounterState,
   nowMs: number,
   windowMs: number,
   limit: number,
+  count: boolean,
 ): WindowVerdict {
   const estimate = s.prev * (1 - (nowMs - s.startMs) / windowMs) + s.curr;
   if (estimate + 1 <= limit) {
-    const after = estimate + 1;
+    const remaining = Math.max(0, Math.floor(limit - estimate - 1));
     return {
       fits: true,
-      remaining: Math.max(0, Math.floor(limit - after)),
-      resetAtMs: counterFreeAt(
-        { startMs: s.startMs, prev: s.prev, curr: s.curr + 1 },
-        nowMs,
-        windowMs,
-        after - 1,
-      ),
+      remaining,
+      resetAtMs:
+        remaining > 0 || !count
+          ? s.startMs + windowMs
+          : counterFreeAt({ startMs: s.startMs, prev: s.prev, curr: s.curr + 1 }, nowMs, windowMs, limit - 1),
     };
   }
   return { fits: false, remaining: 0, resetAtMs: counterFreeAt(s, nowMs, windowMs, limit - 1) };
@@ -77,6 +83,10 @@ export function counterVerdict(
 /**
  * Decides one `sliding_log` window. `times[head..]` holds admitted call times (ms, ascending)
  * already trimmed to `(nowMs - windowMs, nowMs]`.
+ *
+ * Reset (SPEC §3): when the oldest counted call leaves the window (this call, when it is the only
+ * one); for a call that does not fit, when enough calls have left for one more to fit. Both are the
+ * earliest admission time when no call remains, and never more than the window length ahead.
  */
 export function logVerdict(
   times: readonly number[],

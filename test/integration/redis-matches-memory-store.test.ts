@@ -17,6 +17,7 @@ const pick = (d: Decision) => ({
   limit: d.limit,
   remaining: d.remaining,
   resetAtMs: d.resetAtMs,
+  windowIndex: d.windowIndex,
 });
 
 async function replay(algorithm: Algorithm, seed: number): Promise<{ calls: number; allowed: number }> {

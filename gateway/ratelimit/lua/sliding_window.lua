@@ -44,13 +44,17 @@ for i = 1, n do
     s = start
   end
   starts[i], prevs[i], currs[i] = s, p, c
-  -- counterVerdict
+  -- counterVerdict (Reset rule of SPEC §3: the end of the fixed window while calls remain, else the
+  -- earliest time one more call fits)
   local estimate = p * (1 - (now - s) / w) + c
   if estimate + 1 <= limit then
-    local after = estimate + 1
     fits[i] = true
-    rems[i] = math.max(0, math.floor(limit - after))
-    resets[i] = free_at(s, p, c + 1, w, after - 1)
+    rems[i] = math.max(0, math.floor(limit - estimate - 1))
+    if rems[i] > 0 or not count then
+      resets[i] = s + w
+    else
+      resets[i] = free_at(s, p, c + 1, w, limit - 1)
+    end
   else
     fits[i] = false
     rems[i] = 0

@@ -9,6 +9,8 @@ import type { UpstreamClient } from "./proxy/upstream-client.js";
 export type Outcome =
   /** Answer a catalogue error (SPEC §2); see `errorResponse`. */
   | { readonly kind: "error"; readonly code: ErrorCode }
+  /** Answer a CORS preflight (SPEC §14): 204, never forwarded, authenticated or counted. */
+  | { readonly kind: "preflight" }
   /** Answer `GET /rate_limit` with this JSON body. */
   | { readonly kind: "status"; readonly body: string }
   /** Forward to `upstream`: `path` (with query) and `headers` are what it receives. */
@@ -27,3 +29,6 @@ for (const code of Object.keys(ERROR_CATALOG) as ErrorCode[])
 export function errorOutcome(code: ErrorCode): Outcome {
   return errors.get(code)!;
 }
+
+/** The preflight outcome (one frozen object). */
+export const PREFLIGHT: Outcome = Object.freeze({ kind: "preflight" });

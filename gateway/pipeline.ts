@@ -21,7 +21,7 @@ import type { Clock } from "./clock.js";
 import type { HeaderMap, RequestFacts } from "./facts.js";
 import { HotMetrics } from "./observability/hot-metrics.js";
 import type { DecisionOutcome, GatewayMetrics } from "./observability/metrics.js";
-import { errorOutcome, type Outcome } from "./outcome.js";
+import { errorOutcome, PREFLIGHT, type Outcome } from "./outcome.js";
 import { clientIp, stripHopByHop } from "./proxy/forwarded.js";
 import { prepareUpstreamRequest } from "./proxy/upstream-request.js";
 import { rateLimitHeaders } from "./ratelimit/headers.js";
@@ -63,9 +63,15 @@ export class Pipeline {
     scope.clientIp = clientIp(facts.peerAddress, facts.headers["x-forwarded-for"], rt.config.trust_proxy);
     // RFC 9112 §3.2: exactly one Host on HTTP/1.1; never forwarded otherwise.
     if (facts.protocol === "1.1" && facts.hostFields !== 1) return this.rejectAnonymous(scope, "bad_host");
+    const cors = rt.cors;
+    const origin = facts.headers.origin;
+    if (cors !== null && typeof origin === "string") scope.corsAllowed = cors.allowOrigin(origin);
     const target = normalizeTarget(facts.target);
     if (target === null) return this.rejectAnonymous(scope, "bad_request");
     scope.path = target.matchPath;
+    if (cors !== null && scope.method === "OPTIONS" && origin !== undefined) {
+      if (facts.headers["access-control-request-method"] !== undefined) return this.preflight(scope);
+    }
     const statusPath = rt.config.rate_limits.status_path;
     const route = statusPath === target.matchPath ? null : rt.routes.match(target.matchPath);
     if (route === undefined) return this.rejectAnonymous(scope, "not_found");
@@ -110,7 +116,7 @@ export class Pipeline {
     this.hot.upstream(upstream, scope.upstreamMs / 1000);
     stripHopByHop(headers, upgraded);
     if (headers["transfer-encoding"] !== undefined) delete headers["transfer-encoding"];
-    addGatewayFields(headers, scope, this.clock.nowMs());
+    addGatewayFields(headers, scope, this.clock.nowMs(), true);
   }
 
   /**
@@ -169,6 +175,21 @@ export class Pipeline {
         this.hot.authResult("invalid");
         return this.answerAnonymous(scope, looked.decision, "auth_invalid");
     }
+  }
+
+  /** A CORS preflight: the IP's anonymous window read, not counted, for the headers (SPEC §14). */
+  private async preflight(scope: RequestScope): Promise<Outcome> {
+    const anonymous = scope.runtime.policies.anonymous;
+    try {
+      this.useDecision(
+        scope,
+        anonymous,
+        await scope.runtime.limiter.limiter.peek(ipKey(scope.clientIp), anonymous),
+      );
+    } catch {
+      this.noDecision(scope, anonymous);
+    }
+    return PREFLIGHT;
   }
 
   /** Counts the call in the anonymous class by client IP, then answers `code` (or 429, or 503). */

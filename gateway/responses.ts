@@ -25,10 +25,19 @@ export interface GatewayResponse {
  * Sets `X-Request-Id` and the rate-limit fields on `headers`, in place, overwriting any the upstream
  * sent (SPEC §3). Without a decision (store down, `failure_mode: closed`) the class is reported as
  * exhausted for 1 s.
+ * With a `cors` block, the CORS fields too (SPEC §14).
  * @param nowMs - the current time (epoch ms), used only without a decision
+ * @param fromUpstream - `headers` are the upstream's (its `Access-Control-*` fields are dropped)
  */
-export function addGatewayFields(headers: HeaderMap, scope: RequestScope, nowMs: number): void {
+export function addGatewayFields(
+  headers: HeaderMap,
+  scope: RequestScope,
+  nowMs: number,
+  fromUpstream = false,
+): void {
   headers["x-request-id"] = scope.requestId;
+  const cors = scope.runtime.cors;
+  if (cors !== null) cors.decorate(headers, scope.corsAllowed, fromUpstream);
   const h = scope.headers;
   if (h === null) {
     const p = scope.policy ?? scope.runtime.policies.anonymous;
@@ -82,6 +91,17 @@ export function jsonResponse(scope: RequestScope, body: string, nowMs: number): 
   };
   addGatewayFields(headers, scope, nowMs);
   return { status: 200, headers, body, closesConnection: false };
+}
+
+/**
+ * The answer to a CORS preflight (SPEC §14): 204 with the IP's anonymous rate-limit fields, `Vary:
+ * Origin`, and for an allowed origin the allow fields.
+ */
+export function preflightResponse(scope: RequestScope, nowMs: number): GatewayResponse {
+  const headers: Record<string, string> = {};
+  addGatewayFields(headers, scope, nowMs);
+  if (scope.corsAllowed !== null) scope.runtime.cors?.preflight(headers);
+  return { status: 204, headers, body: "", closesConnection: false };
 }
 
 /** RFC 6750 §3 challenges. */

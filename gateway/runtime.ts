@@ -12,6 +12,7 @@ import { StaticTokenSource } from "./auth/static-source.js";
 import { TokenCache } from "./auth/token-cache.js";
 import type { IntrospectionSource } from "./auth/types.js";
 import type { Clock } from "./clock.js";
+import { CorsPolicy } from "./cors.js";
 import type { GatewayConfig } from "./config/schema.js";
 import type { GatewayMetrics } from "./observability/metrics.js";
 import type { UpstreamSink } from "./proxy/sink.js";
@@ -52,6 +53,8 @@ export interface Runtime {
   readonly upstreamSettings: UpstreamRequestSettings;
   readonly auth: AuthenticatorChain;
   readonly limiter: LimiterHandle;
+  /** The compiled `cors` block, or null without one (OPTIONS is then an ordinary request). */
+  readonly cors: CorsPolicy | null;
 }
 
 /** The chain of `auth`: the static file or RFC 7662 introspection, each behind its token cache. */
@@ -131,6 +134,7 @@ export function buildRuntime(
     },
     auth,
     limiter: keepLimiter ? previous.limiter : createLimiter(config, deps),
+    cors: config.cors === undefined ? null : new CorsPolicy(config.cors, config.headers.ietf),
   };
 }
 

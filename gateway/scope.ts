@@ -53,6 +53,11 @@ export class RequestScope {
   tokenHash = "";
   decision: Decision | null = null;
   headers: RateLimitHeaders | null = null;
+  /**
+   * `Access-Control-Allow-Origin` for this request's `Origin` when `cors` allows it (the origin, or
+   * `*`), else null.
+   */
+  corsAllowed: string | null = null;
   /** Catalog code when the gateway answered itself. */
   errorCode: ErrorCode | null = null;
   /** `performance.now()` when the upstream request was sent (ms), or -1. */

@@ -7,17 +7,8 @@
  * shape errors, each with its key path.
  */
 import { z } from "zod";
-
-const positiveInt = z
-  .int({ error: "expected a positive integer" })
-  .positive({ error: "expected a positive integer" });
-const nonNegativeInt = z
-  .int({ error: "expected a non-negative integer" })
-  .nonnegative({ error: "expected a non-negative integer" });
-const port = z
-  .int({ error: "expected a port number (0-65535)" })
-  .min(0, { error: "expected a port number (0-65535)" })
-  .max(65535, { error: "expected a port number (0-65535)" });
+import { corsSchema } from "./cors-schema.js";
+import { httpMethod, nonNegativeInt, port, positiveInt } from "./primitives.js";
 
 const listenerSchema = (defaultPort: number) =>
   z.strictObject({
@@ -133,11 +124,6 @@ const windowSchema = z.strictObject({
 
 const windowsSchema = z.array(windowSchema).min(1, { error: "expected at least one window" });
 
-const httpMethod = z
-  .string()
-  .regex(/^[A-Za-z]+$/, { error: "expected an HTTP method name" })
-  .transform((m) => m.toUpperCase());
-
 const classSchema = z.strictObject({
   match: z
     .strictObject({
@@ -234,6 +220,9 @@ export const gatewayConfigSchema = z
     routes: z.array(routeSchema).min(1, { error: "expected at least one route" }),
     auth: authSchema,
     rate_limits: rateLimitsSchema,
+    cors: corsSchema
+      .optional()
+      .describe("CORS for browser clients (SPEC §14); without it OPTIONS is an ordinary request."),
     headers: z
       .strictObject({
         ietf: z.boolean().default(false).describe("Add RateLimit-Policy and RateLimit (IETF draft -10)."),

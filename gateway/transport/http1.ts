@@ -21,7 +21,7 @@ import type { Outcome } from "../outcome.js";
 import type { Pipeline } from "../pipeline.js";
 import type { ProxyRequest, ResponseTarget, UpstreamSink } from "../proxy/sink.js";
 import type { UpgradeSink } from "../proxy/websocket.js";
-import { errorResponse, jsonResponse, type GatewayResponse } from "../responses.js";
+import { errorResponse, jsonResponse, preflightResponse, type GatewayResponse } from "../responses.js";
 import type { Runtime } from "../runtime.js";
 import { RequestScope, SCOPE, type FinishObserver } from "../scope.js";
 import { serializeResponse } from "./raw-response.js";
@@ -164,6 +164,8 @@ export class Http1Transport implements UpstreamSink, UpgradeSink {
         return this.send(res, errorResponse(scope, outcome.code, this.d.clock.nowMs()));
       case "status":
         return this.send(res, jsonResponse(scope, outcome.body, this.d.clock.nowMs()));
+      case "preflight":
+        return this.send(res, preflightResponse(scope, this.d.clock.nowMs()));
       case "proxy":
         scope.upstreamStartMs = performance.now();
         outcome.upstream.forward(req, res, scope.method, outcome.path, outcome.headers);
@@ -184,6 +186,8 @@ export class Http1Transport implements UpstreamSink, UpgradeSink {
         return this.writeRaw(socket, scope, errorResponse(scope, outcome.code, now));
       case "status":
         return this.writeRaw(socket, scope, jsonResponse(scope, outcome.body, now));
+      case "preflight":
+        return this.writeRaw(socket, scope, preflightResponse(scope, now));
       case "proxy":
         req.url = outcome.path;
         scope.upstreamStartMs = performance.now();

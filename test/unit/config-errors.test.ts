@@ -68,6 +68,12 @@ describe("configuration errors name the key path", () => {
     ]);
   });
 
+  it("auth_without_source", () => {
+    expect(problemsOf("auth_without_source.yaml")).toEqual([
+      "auth: expected a token source: `introspection` (an RFC 7662 endpoint) or `static` (a tokens file) @6:3",
+    ]);
+  });
+
   it("tokens_file_missing names the path as written and as resolved against the config's directory", () => {
     expect(problemsOf("tokens_file_missing.yaml")).toEqual([
       `auth.static.tokens_file: cannot read "no-such-tokens.yaml" (${fixture("no-such-tokens.yaml")}): ` +

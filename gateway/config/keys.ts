@@ -33,25 +33,45 @@ function itemOf(schema: z.ZodType): { kind: "record" | "array"; item: z.ZodType 
   return undefined;
 }
 
+/** One key a user can write: its path and, when the schema has one, its default. */
+export interface KeyEntry {
+  /** `listen.port`, `upstreams.<name>.url`, `routes[].prefix`. */
+  path: string;
+  /** Present when the key has a default (`{ value: 8080 }`); absent for required or optional keys. */
+  default?: { value: unknown };
+}
+
+/** The default of a key's schema, looking through its wrappers. */
+function defaultOf(schema: z.ZodType): { value: unknown } | undefined {
+  let s = schema;
+  for (;;) {
+    const def = s.def as { type: string; innerType?: z.ZodType; defaultValue?: unknown };
+    if (def.type === "default") return { value: def.defaultValue };
+    if (def.innerType === undefined) return undefined;
+    s = def.innerType;
+  }
+}
+
 /**
- * Every leaf key path of `schema`, in schema order. A leaf is a key whose value is not an object,
- * a record or an array of objects (`rate_limits.classes.<name>.match.methods` is a leaf: a list of
+ * Every leaf key of `schema`, in schema order. A leaf is a key whose value is not an object, a
+ * record or an array of objects (`rate_limits.classes.<name>.match.methods` is a leaf: a list of
  * strings).
- * @example keyPaths(gatewayConfigSchema) // ["listen.host", "listen.port", ..., "log.level"]
+ * @example keyEntries(gatewayConfigSchema)[1] // { path: "listen.port", default: { value: 8080 } }
  */
-export function keyPaths(schema: z.ZodType, prefix = ""): string[] {
+export function keyEntries(schema: z.ZodType, prefix = ""): KeyEntry[] {
   const shape = shapeOf(schema);
   if (shape !== undefined) {
     return Object.entries(shape).flatMap(([key, child]) => {
       const path = prefix === "" ? key : `${prefix}.${key}`;
-      const below = keyPaths(child, path);
-      return below.length > 0 ? below : [path];
+      const below = keyEntries(child, path);
+      if (below.length > 0) return below;
+      const d = defaultOf(child);
+      return [d === undefined ? { path } : { path, default: d }];
     });
   }
   const inner = itemOf(schema);
   if (inner === undefined) return [];
-  if (inner.kind === "record") return keyPaths(inner.item, `${prefix}.<name>`);
-  return keyPaths(inner.item, `${prefix}[]`);
+  return keyEntries(inner.item, inner.kind === "record" ? `${prefix}.<name>` : `${prefix}[]`);
 }
 
 /**

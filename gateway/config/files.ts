@@ -23,7 +23,7 @@ export function checkFiles(config: GatewayConfig, baseDir: string): ConfigFindin
     loadStaticTokens(resolved);
     return [];
   } catch (err) {
-    if (!(err instanceof TokensFileError)) return [{ segments: TOKENS_FILE, message: String(err) }];
+    if (!(err instanceof TokensFileError)) throw err;
     if (err.unreadable) {
       return [
         {

@@ -2,7 +2,8 @@
 /**
  * The `gateway` command (SPEC §9):
  *   gateway start [--config FILE]   run the gateway (FILE also from GATEWAY_CONFIG; default config/demo.yaml)
- *   gateway check --config FILE     validate a configuration and print its routes and classes
+ *   gateway check --config FILE     validate a configuration (and the tokens file it names) and
+ *                                   print its routes and classes
  * Signals: SIGTERM/SIGINT stop gracefully (exit 0); SIGHUP reloads the file.
  */
 import { parseArgs } from "node:util";
@@ -13,11 +14,12 @@ import { createGateway } from "./server.js";
 
 const USAGE = `usage: gateway [start|check] [--config FILE]
   start   run the gateway (default); FILE defaults to $GATEWAY_CONFIG, then the bundled demo config
-  check   validate FILE and print its routes and classes`;
+  check   validate FILE (and the tokens file it names) and print its routes and classes`;
 
-function load(file: string): LoadedConfig | null {
+/** @param checkFiles - also load and validate the files the configuration names (`check`) */
+function load(file: string, checkFiles = false): LoadedConfig | null {
   try {
-    return loadConfig(file);
+    return loadConfig(file, process.env, { checkFiles });
   } catch (err) {
     console.error(
       err instanceof ConfigError ? err.message : `cannot load ${file}: ${(err as Error).message}`,
@@ -50,7 +52,7 @@ async function main(argv: string[]): Promise<number> {
     return 2;
   }
   if (command === "check") {
-    const loaded = load(file);
+    const loaded = load(file, true);
     if (loaded === null) return 1;
     console.log(`${file}: OK\n${describeConfig(loaded.config)}`);
     return 0;

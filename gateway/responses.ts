@@ -40,11 +40,17 @@ export function addGatewayFields(
   if (cors !== null) cors.decorate(headers, scope.corsAllowed, fromUpstream);
   const h = scope.headers;
   if (h === null) {
+    // No decision: the class is reported spent until the 503's Retry-After, so Reset − now
+    // rounds up to Retry-After as the Reset rule wants.
     const p = scope.policy ?? scope.runtime.policies.anonymous;
     headers["x-ratelimit-limit"] = String(p.windows[0]!.limit);
     headers["x-ratelimit-remaining"] = "0";
-    headers["x-ratelimit-reset"] = String(Math.ceil(nowMs / 1000) + 1);
+    headers["x-ratelimit-reset"] = String(Math.floor(nowMs / 1000) + UNAVAILABLE_RETRY_AFTER_S);
     headers["x-ratelimit-resource"] = p.className;
+    if (p.ietfPolicy !== null) {
+      headers["ratelimit-policy"] = p.ietfPolicy;
+      headers["ratelimit"] = `"${p.ietfItems[0]!}";r=0;t=${UNAVAILABLE_RETRY_AFTER_S}`;
+    }
     return;
   }
   headers["x-ratelimit-limit"] = h.limit;

@@ -42,6 +42,8 @@ export interface Gateway {
   readonly logger: Logger;
   /** The configuration new requests start on. */
   readonly runtime: Runtime;
+  /** Hands buffered access lines to the log destination now (they otherwise go within 1 s). */
+  flushAccessLog(): void;
   /** Binds both listeners (`listen` and `admin` config). */
   listen(): Promise<GatewayAddresses>;
   /**
@@ -114,6 +116,9 @@ export function createGateway(loaded: LoadedConfig, options: GatewayOptions = {}
     logger,
     get runtime() {
       return runtime;
+    },
+    flushAccessLog() {
+      accessLog.flush();
     },
     async listen() {
       await listenOn(api, l.port, l.host);

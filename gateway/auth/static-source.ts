@@ -54,58 +54,102 @@ function describeKey(key: string): string {
   return `"${key.slice(0, Math.min(4, Math.floor(key.length / 3)))}…"`;
 }
 
+/** One problem of a tokens file: the entry it concerns (as {@link describeKey} names it), and where. */
+export interface TokensFileProblem {
+  /** The entry and field (`"dev-…".scope`); absent for the file as a whole. */
+  entry?: string;
+  message: string;
+  /** 1-based line in the tokens file, when known. */
+  line?: number;
+}
+
+/** A tokens file that cannot be read or is invalid; `problems` lists every issue found. */
+export class TokensFileError extends Error {
+  /**
+   * @param file - the path that was read
+   * @param unreadable - the file could not be read at all (`problems[0]` says why)
+   */
+  constructor(
+    readonly file: string,
+    readonly problems: readonly TokensFileProblem[],
+    readonly unreadable = false,
+    options?: { cause?: unknown },
+  ) {
+    super(
+      unreadable
+        ? `cannot read tokens file ${file}: ${problems[0]?.message}`
+        : `invalid tokens file ${file}:\n` +
+            problems
+              .map((p) => `  ${p.entry ?? "(root)"}: ${p.message}${p.line ? ` (line ${p.line})` : ""}`)
+              .join("\n"),
+      options,
+    );
+    this.name = "TokensFileError";
+  }
+}
+
 /**
  * Reads and validates a tokens file.
  * @param file - path of the YAML file
  * @returns token SHA-256 hex (lower case) → frozen {@link TokenInfo}
- * @throws Error naming the file and every bad entry and field (`tokens.yaml: "dev-…".scope: ...`),
- *   when the file cannot be read, is not YAML, does not match the shape, or lists a token twice
+ * @throws TokensFileError naming the file and every bad entry and field (`tokens.yaml: "dev-…".scope:
+ *   ...`), when the file cannot be read, is not YAML, does not match the shape, or lists a token twice
  */
 export function loadStaticTokens(file: string): Map<string, TokenInfo> {
   const lineCounter = new LineCounter();
-  let doc: ReturnType<typeof parseDocument>;
+  let text: string;
   try {
-    // yaml's own unique-key check compares every key with every other: 3.5 s for 10k tokens
-    // (0.5 s without). Keys are checked below with a Set instead.
-    doc = parseDocument(readFileSync(file, "utf8"), { lineCounter, uniqueKeys: false });
+    text = readFileSync(file, "utf8");
   } catch (err) {
-    throw new Error(`cannot read tokens file ${file}: ${(err as Error).message}`, { cause: err });
+    // Node's message repeats the path (`ENOENT: no such file or directory, open '<file>'`).
+    const reason = (err as Error).message.replace(/, \w+ '.*'$/, "");
+    throw new TokensFileError(file, [{ message: reason }], true, { cause: err });
   }
+  // yaml's own unique-key check compares every key with every other: 3.5 s for 10k tokens
+  // (0.5 s without). Keys are checked below with a Set instead.
+  const doc = parseDocument(text, { lineCounter, uniqueKeys: false });
   if (doc.errors.length > 0) {
-    throw new Error(`invalid tokens file ${file}: ${doc.errors.map((e) => e.message).join("; ")}`);
+    throw new TokensFileError(
+      file,
+      doc.errors.map((e) => {
+        const message = e.message.split("\n")[0]!.replace(/ at line \d+, column \d+:?$/, "");
+        return e.linePos === undefined ? { message } : { message, line: e.linePos[0].line };
+      }),
+    );
   }
-  const lineAt = (node: unknown): string =>
-    isNode(node) && node.range ? ` (line ${lineCounter.linePos(node.range[0]).line})` : "";
-  const lineOf = (at: readonly PropertyKey[]): string => lineAt(doc.getIn(at, true));
+  const lineAt = (node: unknown): { line?: number } =>
+    isNode(node) && node.range ? { line: lineCounter.linePos(node.range[0]).line } : {};
+  const lineOf = (at: readonly PropertyKey[]) => lineAt(doc.getIn(at, true));
+  const twice = "the same token is listed twice";
   if (isMap(doc.contents)) {
     const seen = new Set<unknown>();
     for (const { key } of doc.contents.items) {
       const value = isScalar(key) ? key.value : key;
       if (seen.has(value)) {
-        throw new Error(
-          `invalid tokens file ${file}:\n  ${describeKey(String(value))}: the same token is listed twice${lineAt(key)}`,
-        );
+        throw new TokensFileError(file, [
+          { entry: describeKey(String(value)), message: twice, ...lineAt(key) },
+        ]);
       }
       seen.add(value);
     }
   }
   const parsed = fileSchema.safeParse(doc.toJS() ?? {});
   if (!parsed.success) {
-    const lines = parsed.error.issues.map((issue) => {
-      const [key, ...rest] = issue.path;
-      if (key === undefined) return `  (root): ${issue.message}`;
-      const where = describeKey(String(key)) + rest.map((p) => `.${String(p)}`).join("");
-      return `  ${where}: ${issueMessage(issue)}${lineOf(issue.path)}`;
-    });
-    throw new Error(`invalid tokens file ${file}:\n${lines.join("\n")}`);
+    throw new TokensFileError(
+      file,
+      parsed.error.issues.map((issue) => {
+        const [key, ...rest] = issue.path;
+        if (key === undefined) return { message: issue.message };
+        const entry = describeKey(String(key)) + rest.map((p) => `.${String(p)}`).join("");
+        return { entry, message: issueMessage(issue), ...lineOf(issue.path) };
+      }),
+    );
   }
   const tokens = new Map<string, TokenInfo>();
   for (const [key, e] of Object.entries(parsed.data)) {
     const hash = HASHED_KEY.exec(key)?.[1]?.toLowerCase() ?? hashToken(key);
     if (tokens.has(hash)) {
-      throw new Error(
-        `invalid tokens file ${file}:\n  ${describeKey(key)}: the same token is listed twice${lineOf([key])}`,
-      );
+      throw new TokensFileError(file, [{ entry: describeKey(key), message: twice, ...lineOf([key]) }]);
     }
     const info: TokenInfo = {
       active: e.active,
@@ -136,7 +180,7 @@ export class StaticTokenSource implements IntrospectionSource {
   /**
    * @param tokensFile - the YAML file, absolute or relative to `baseDir`
    * @param baseDir - directory of the configuration file
-   * @throws Error from {@link loadStaticTokens}
+   * @throws TokensFileError from {@link loadStaticTokens}
    */
   constructor(tokensFile: string, baseDir: string = process.cwd()) {
     this.#tokens = loadStaticTokens(path.resolve(baseDir, tokensFile));

@@ -5,17 +5,32 @@
  */
 import { readFileSync } from "node:fs";
 import path from "node:path";
-import { LineCounter, parseDocument, isNode } from "yaml";
+import { LineCounter, parseDocument, isMap, isNode, isScalar, type Document } from "yaml";
 import type { z } from "zod";
+import { checkFiles } from "./files.js";
+import type { ConfigFinding } from "./finding.js";
+import { closestKey, knownKeysAt } from "./keys.js";
 import { gatewayConfigSchema, type GatewayConfig } from "./schema.js";
 
-/** One configuration problem. `path` is the dotted key path (`routes[0].upstream`). */
+/**
+ * One configuration problem. `path` is the key path as printed (`routes[0].upstream`; a key that
+ * contains a dot is quoted: `upstreams["docs.v2"].url`).
+ */
 export interface ConfigProblem {
   path: string;
   message: string;
   /** 1-based line and column in the YAML file, when the key exists there. */
   line?: number;
   col?: number;
+}
+
+export type { ConfigFinding } from "./finding.js";
+
+/** A problem while it is collected: its segments find its YAML position. */
+interface Found extends ConfigProblem {
+  segments: readonly PropertyKey[];
+  /** Point at the last segment's key itself (an unknown key) rather than at its value. */
+  atKey?: boolean;
 }
 
 /** Thrown by {@link loadConfig} and {@link parseConfig}; `problems` lists every issue found. */
@@ -41,11 +56,17 @@ export interface LoadedConfig {
   baseDir: string;
 }
 
-/** Formats a zod/YAML key path as `a.b[0].c`. */
+const PLAIN_KEY = /^[A-Za-z0-9_-]+$/;
+
+/**
+ * Formats a zod/YAML key path as `a.b[0].c`; a key that is not a plain name (`docs.v2`, `my key`)
+ * is quoted, `upstreams["docs.v2"].url`, so the printed path names one place.
+ */
 export function formatPath(segments: readonly PropertyKey[]): string {
   let out = "";
   for (const s of segments) {
     if (typeof s === "number") out += `[${s}]`;
+    else if (!PLAIN_KEY.test(String(s))) out += `[${JSON.stringify(String(s))}]`;
     else out += out === "" ? String(s) : `.${String(s)}`;
   }
   return out;
@@ -53,18 +74,17 @@ export function formatPath(segments: readonly PropertyKey[]): string {
 
 const ENV_REF = /\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}/g;
 
-function interpolate(
-  value: unknown,
-  env: NodeJS.ProcessEnv,
-  at: PropertyKey[],
-  problems: ConfigProblem[],
-): unknown {
+function interpolate(value: unknown, env: NodeJS.ProcessEnv, at: PropertyKey[], problems: Found[]): unknown {
   if (typeof value === "string") {
     return value.replace(ENV_REF, (_m, name: string, fallback: string | undefined) => {
       const v = env[name];
       if (v !== undefined) return v;
       if (fallback !== undefined) return fallback;
-      problems.push({ path: formatPath(at), message: `environment variable ${name} is not set` });
+      problems.push({
+        path: formatPath(at),
+        segments: [...at],
+        message: `environment variable ${name} is not set`,
+      });
       return "";
     });
   }
@@ -97,6 +117,8 @@ export function deepFreeze<T>(value: T): T {
  * @param text - the YAML document
  * @param source - file name for messages
  * @param env - environment for `${VAR}` / `${VAR:-default}` interpolation
+ * @param check - further checks of a configuration the schema accepted (files it names); their
+ *   findings are reported like the schema's problems, at their YAML positions
  * @returns the frozen configuration
  * @throws ConfigError listing every problem
  */
@@ -104,6 +126,7 @@ export function parseConfig(
   text: string,
   source = "<inline>",
   env: NodeJS.ProcessEnv = process.env,
+  check?: (config: GatewayConfig) => ConfigFinding[],
 ): GatewayConfig {
   const lineCounter = new LineCounter();
   const doc = parseDocument(text, { lineCounter, uniqueKeys: true, prettyErrors: true });
@@ -121,22 +144,22 @@ export function parseConfig(
       }),
     );
   }
-  const problems: ConfigProblem[] = [];
+  const problems: Found[] = [];
   const raw = interpolate(doc.toJS(), env, [], problems);
   const result = gatewayConfigSchema.safeParse(raw ?? {});
   if (!result.success) {
     // A missing ${VAR} already explains the empty value the schema then rejects.
     const envPaths = new Set(problems.map((p) => p.path));
     for (const issue of result.error.issues) {
-      const problem = toProblem(issue, raw);
-      if (!envPaths.has(problem.path)) problems.push(problem);
+      for (const problem of toProblems(issue, raw)) if (!envPaths.has(problem.path)) problems.push(problem);
     }
+  } else if (problems.length === 0 && check !== undefined) {
+    for (const f of check(result.data)) problems.push({ ...f, path: formatPath(f.segments) });
   }
   for (const p of problems) {
-    const node = doc.getIn(p.path === "" ? [] : pathSegments(p.path), true);
-    const range = isNode(node) ? node.range : undefined;
-    if (range) {
-      const pos = lineCounter.linePos(range[0]);
+    const offset = positionOf(doc, p.segments, p.atKey === true);
+    if (offset !== undefined) {
+      const pos = lineCounter.linePos(offset);
       p.line = pos.line;
       p.col = pos.col;
     }
@@ -145,13 +168,17 @@ export function parseConfig(
   return deepFreeze(result.data);
 }
 
-function pathSegments(p: string): (string | number)[] {
-  const out: (string | number)[] = [];
-  for (const m of p.matchAll(/([^.[\]]+)|\[(\d+)\]/g)) {
-    if (m[2] !== undefined) out.push(Number(m[2]));
-    else if (m[1] !== undefined) out.push(m[1]);
+/** Offset in the text of the node at `segments` (with `atKey`, of the last segment's key). */
+function positionOf(doc: Document, segments: readonly PropertyKey[], atKey: boolean): number | undefined {
+  if (!atKey) {
+    const node = doc.getIn(segments, true);
+    return isNode(node) ? node.range?.[0] : undefined;
   }
-  return out;
+  const parent = segments.length === 1 ? doc.contents : doc.getIn(segments.slice(0, -1), true);
+  if (!isMap(parent)) return undefined;
+  const last = segments[segments.length - 1];
+  const pair = parent.items.find((p) => (isScalar(p.key) ? p.key.value : p.key) === last);
+  return isNode(pair?.key) ? pair.key.range?.[0] : undefined;
 }
 
 function valueAt(root: unknown, segments: readonly PropertyKey[]): unknown {
@@ -163,13 +190,16 @@ function valueAt(root: unknown, segments: readonly PropertyKey[]): unknown {
   return v;
 }
 
-function toProblem(issue: z.core.$ZodIssue, raw: unknown): ConfigProblem {
+function toProblems(issue: z.core.$ZodIssue, raw: unknown): Found[] {
   const segments = issue.path;
+  const path = formatPath(segments);
   if (issue.code === "unrecognized_keys") {
-    return {
-      path: formatPath(segments),
-      message: `unknown key${issue.keys.length > 1 ? "s" : ""} ${issue.keys.map((k) => `"${k}"`).join(", ")}`,
-    };
+    const known = knownKeysAt(gatewayConfigSchema, segments) ?? [];
+    return issue.keys.map((key) => {
+      const guess = closestKey(key, known);
+      const hint = guess !== undefined ? ` (did you mean "${guess}"?)` : ` (known: ${known.join(", ")})`;
+      return { path, segments: [...segments, key], atKey: true, message: `unknown key "${key}"${hint}` };
+    });
   }
   const received = valueAt(raw, segments);
   const message =
@@ -180,20 +210,28 @@ function toProblem(issue: z.core.$ZodIssue, raw: unknown): ConfigProblem {
       : issue.code === "custom" && typeof received === "object"
         ? issue.message
         : `${issue.message}, received ${describeValue(received)}`;
-  return { path: formatPath(segments), message };
+  return [{ path, segments, message }];
 }
 
 /**
  * Reads, interpolates and validates a configuration file.
  * @param file - path to the YAML file
- * @throws ConfigError (bad content) or a Node `ENOENT`-style error when the file cannot be read
+ * @param options.checkFiles - also load and validate the files it names (the static tokens file),
+ *   as `gateway check` does (SPEC §9); `start` loads them when it builds its runtime
+ * @throws ConfigError (bad content, or the file cannot be read)
  */
-export function loadConfig(file: string, env: NodeJS.ProcessEnv = process.env): LoadedConfig {
+export function loadConfig(
+  file: string,
+  env: NodeJS.ProcessEnv = process.env,
+  options: { checkFiles?: boolean } = {},
+): LoadedConfig {
   let text: string;
   try {
     text = readFileSync(file, "utf8");
   } catch (err) {
     throw new ConfigError(file, [{ path: "", message: `cannot read file: ${(err as Error).message}` }]);
   }
-  return { config: parseConfig(text, file, env), baseDir: path.dirname(path.resolve(file)) };
+  const baseDir = path.dirname(path.resolve(file));
+  const check = options.checkFiles ? (c: GatewayConfig) => checkFiles(c, baseDir) : undefined;
+  return { config: parseConfig(text, file, env, check), baseDir };
 }

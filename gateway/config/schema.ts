@@ -111,7 +111,10 @@ const authSchema = z
     if ((auth.introspection === undefined) === (auth.static === undefined)) {
       ctx.addIssue({
         code: "custom",
-        message: "expected exactly one of `introspection` or `static`",
+        message:
+          auth.introspection === undefined
+            ? "expected a token source: `introspection` (an RFC 7662 endpoint) or `static` (a tokens file)"
+            : "expected exactly one of `introspection` or `static`",
         input: Object.keys(auth),
       });
     }

@@ -38,8 +38,9 @@ export function createLimiter(config: GatewayConfig, deps: LimiterDeps): Limiter
     const memory = new MemoryStore({ clock: deps.clock, maxKeys: rl.memory.max_keys });
     return { limiter: memory, ready: () => true };
   }
+  const store = new RedisStore({ redis, logger: deps.logger });
   const failover = new FailoverLimiter({
-    primary: new RedisStore({ redis, logger: deps.logger }),
+    primary: store,
     // Each replica enforces ceil(limit / expected_replicas) while Redis is down.
     fallback: new MemoryStore({
       clock: deps.clock,
@@ -50,6 +51,10 @@ export function createLimiter(config: GatewayConfig, deps: LimiterDeps): Limiter
     metrics: deps.metrics,
     logger: deps.logger,
     ...(deps.probeIntervalMs === undefined ? {} : { probeIntervalMs: deps.probeIntervalMs }),
+    // SPEC §8: `/readyz` follows Redis with or without traffic. A dropped connection shows at once;
+    // a hung one is found by the PING sent after a quiet interval (bounded by command_timeout_ms).
+    connected: () => store.client.status === "ready",
+    ping: () => store.client.ping(),
   });
   const open = rl.failure_mode === "open";
   return { limiter: failover, ready: () => open || failover.healthy };

@@ -2,7 +2,8 @@
  * The configured policy for a shared-store outage (SPEC §4 `failure_mode`, Kong's `fault_tolerant`):
  * wraps the Redis store and a memory store whose limits are divided by `expected_replicas`.
  *
- * - The first failed call opens an outage: logged once at `error`, `storeDegraded` set to 1.
+ * - The first failed call (or idle ping, below) opens an outage: logged once at `error`,
+ *   `storeDegraded` set to 1.
  * - During the outage no request touches Redis, so none waits: `open` answers from the memory store
  *   with `degraded: true`; `closed` rejects with {@link LimitStoreError} (the pipeline answers 503).
  * - A background probe (one real `consume` on a probe key every `probeIntervalMs`, itself bounded
@@ -10,6 +11,11 @@
  *   A probe rather than letting requests retry: requests never pay the timeout of a hung Redis more
  *   than once per outage, recovery needs no traffic (so `/readyz` recovers in `closed` mode), and
  *   the probe exercises the same script path — writes included — as a real call, not just `PING`.
+ * - Outside an outage nothing waits for traffic either (SPEC §8: `/readyz` follows Redis "whether
+ *   or not any request was made"): {@link healthy} reads the connection's state, so a closed
+ *   connection shows at once, and an interval in which no call answered ends with a `ping`, so a
+ *   hung Redis (connection open, nothing answering) opens the outage within one interval plus the
+ *   command timeout. Under traffic the calls themselves are the check and no ping is sent.
  *
  * Calls counted in memory during an outage are not copied to Redis: the shared windows resume with
  * what Redis holds.
@@ -35,8 +41,18 @@ export interface FailoverOptions {
   failureMode: "open" | "closed";
   metrics: Pick<GatewayMetrics, "storeErrors" | "storeDuration" | "storeDegraded">;
   logger: Logger;
-  /** Time between probes during an outage (ms). @default 1000 */
+  /** Time between probes during an outage, and between idle checks outside one (ms). @default 1000 */
   probeIntervalMs?: number;
+  /**
+   * The shared store's connection state (ioredis: `status === "ready"`), read by {@link
+   * FailoverLimiter.healthy}. @default () => true
+   */
+  connected?: () => boolean;
+  /**
+   * A cheap round trip (ioredis: `PING`, bounded by the command timeout) sent after an interval in
+   * which no call answered; a failure opens the outage. @default none: outages start with a call
+   */
+  ping?: () => Promise<unknown>;
 }
 
 /** The failover {@link Limiter}. */
@@ -47,12 +63,16 @@ export class FailoverLimiter implements Limiter {
   private readonly metrics: FailoverOptions["metrics"];
   private readonly logger: Logger;
   private readonly probeIntervalMs: number;
+  private readonly connected: () => boolean;
+  private readonly ping: (() => Promise<unknown>) | undefined;
   /** Pre-bound children: no label hashing on every limiter call. */
   private readonly duration: { observe(seconds: number): void };
   private readonly errors: { inc(): void };
   /** `performance.now()` when the current outage began; undefined while healthy. */
   private outageSince: number | undefined;
   private degradedCalls = 0;
+  /** A call answered since the last tick: the store is known to work, no ping needed. */
+  private answered = false;
   private probeTimer: NodeJS.Timeout | undefined;
   private closed = false;
 
@@ -63,15 +83,18 @@ export class FailoverLimiter implements Limiter {
     this.metrics = o.metrics;
     this.logger = o.logger;
     this.probeIntervalMs = o.probeIntervalMs ?? 1000;
+    this.connected = o.connected ?? (() => true);
+    this.ping = o.ping;
     const labels = { store: "redis" };
     this.duration = o.metrics.storeDuration.labels(labels);
     this.errors = o.metrics.storeErrors.labels(labels);
     this.metrics.storeDegraded.set(0);
+    this.schedule();
   }
 
-  /** True while the shared store answers (or before it has ever failed). */
+  /** True while the shared store answers: connected, and no outage open. */
   get healthy(): boolean {
-    return this.outageSince === undefined;
+    return this.outageSince === undefined && this.connected();
   }
 
   /** @throws LimitStoreError in `closed` mode while the shared store fails */
@@ -96,6 +119,7 @@ export class FailoverLimiter implements Limiter {
     try {
       const d = await (count ? this.primary.consume(key, policy) : this.primary.peek(key, policy));
       this.duration.observe((performance.now() - started) / 1000);
+      this.answered = true;
       return d;
     } catch (err) {
       this.duration.observe((performance.now() - started) / 1000);
@@ -128,26 +152,46 @@ export class FailoverLimiter implements Limiter {
         ? "rate-limit store unavailable; enforcing per-replica limits from memory until it answers"
         : "rate-limit store unavailable; answering 503 until it answers",
     );
-    this.scheduleProbe();
   }
 
-  private scheduleProbe(): void {
-    this.probeTimer = setTimeout(() => void this.probe(), this.probeIntervalMs);
+  private schedule(): void {
+    this.probeTimer = setTimeout(this.tick, this.probeIntervalMs);
     this.probeTimer.unref();
   }
 
+  /** Every `probeIntervalMs`: the probe during an outage, the idle check outside one. */
+  private readonly tick = (): void => {
+    if (this.closed) return;
+    void (this.outageSince === undefined ? this.watch() : this.probe()).then(() => {
+      if (!this.closed) this.schedule();
+    });
+  };
+
+  /** Pings the store when no call answered in the last interval or the connection is down. */
+  private async watch(): Promise<void> {
+    const answered = this.answered;
+    this.answered = false;
+    if (this.ping === undefined || (answered && this.connected())) return;
+    try {
+      await this.ping();
+    } catch (err) {
+      if (this.closed) return;
+      this.errors.inc();
+      this.beginOutage(err);
+    }
+  }
+
   private async probe(): Promise<void> {
-    if (this.closed || this.outageSince === undefined) return;
     const started = performance.now();
     try {
       await this.primary.consume("probe", PROBE_POLICY);
     } catch {
       this.duration.observe((performance.now() - started) / 1000);
       this.errors.inc();
-      if (!this.closed) this.scheduleProbe();
       return;
     }
     this.duration.observe((performance.now() - started) / 1000);
+    if (this.closed || this.outageSince === undefined) return;
     const outageMs = Math.round(performance.now() - this.outageSince);
     this.outageSince = undefined;
     this.metrics.storeDegraded.set(0);

@@ -14,7 +14,7 @@ import type { Duplex } from "node:stream";
 import { performance } from "node:perf_hooks";
 import type { Logger } from "pino";
 import type { Clock } from "../clock.js";
-import type { ErrorCode } from "../errors.js";
+import { ERROR_CATALOG, type ErrorCode } from "../errors.js";
 import type { HeaderMap, RequestFacts } from "../facts.js";
 import type { GatewayMetrics, UpstreamErrorReason } from "../observability/metrics.js";
 import type { Outcome } from "../outcome.js";
@@ -110,7 +110,13 @@ export class Http1Transport implements UpstreamSink, UpgradeSink {
     if (scope !== undefined && !res.headersSent) {
       this.send(res as ServerResponse, errorResponse(scope, upstreamErrorCode(reason), this.d.clock.nowMs()));
     } else {
-      // The client must see a broken stream, not a short body.
+      // The client must see a broken stream, not a short body; the exchange is logged and counted
+      // as the upstream's failure, not as a client abort.
+      if (scope !== undefined) {
+        const code = upstreamErrorCode(reason);
+        scope.errorCode = code;
+        scope.finish(ERROR_CATALOG[code].status, performance.now());
+      }
       res.destroy();
     }
   }

@@ -66,10 +66,16 @@ export interface ChildGateway {
  * Spawns `node --import tsx gateway/main.ts start --config <tmp>/gateway.yaml`.
  * @param build - builds the config from the chosen API and admin ports
  * @param options.readyTimeoutMs - how long the child has to bind both listeners
+ * @param options.configVia - `env`: pass the file as `GATEWAY_CONFIG` instead of `--config`
  */
 export async function spawnGateway(
   build: (ports: { apiPort: number; adminPort: number }) => Record<string, unknown>,
-  options: { readyTimeoutMs?: number; env?: NodeJS.ProcessEnv; nodeArgs?: string[] } = {},
+  options: {
+    readyTimeoutMs?: number;
+    env?: NodeJS.ProcessEnv;
+    nodeArgs?: string[];
+    configVia?: "flag" | "env";
+  } = {},
 ): Promise<ChildGateway> {
   const [apiPort, adminPort] = (await freePorts(2)) as [number, number];
   const dir = mkdtempSync(path.join(tmpdir(), "gateway-child-"));
@@ -78,10 +84,19 @@ export async function spawnGateway(
     writeFileSync(configFile, typeof config === "string" ? config : stringify(config));
   writeConfig(build({ apiPort, adminPort }));
 
+  const viaEnv = options.configVia === "env";
   const child = spawn(
     process.execPath,
-    [...(options.nodeArgs ?? []), "--import", "tsx", "gateway/main.ts", "start", "--config", configFile],
-    { cwd: REPO_ROOT, env: { ...process.env, ...options.env }, stdio: ["ignore", "pipe", "pipe"] },
+    [
+      ...(options.nodeArgs ?? []),
+      ...["--import", "tsx", "gateway/main.ts", "start"],
+      ...(viaEnv ? [] : ["--config", configFile]),
+    ],
+    {
+      cwd: REPO_ROOT,
+      env: { ...process.env, ...options.env, ...(viaEnv ? { GATEWAY_CONFIG: configFile } : {}) },
+      stdio: ["ignore", "pipe", "pipe"],
+    },
   );
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
     child.once("exit", (code, signal) => resolve({ code, signal })),

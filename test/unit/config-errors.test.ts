@@ -10,9 +10,10 @@ import { FIXTURES } from "../helpers/gateway.js";
 
 const fixture = (name: string) => path.join(FIXTURES, "config", name);
 
+/** Every problem `gateway check` reports for a fixture (files the configuration names included). */
 function problemsOf(name: string, env: NodeJS.ProcessEnv = {}): string[] {
   try {
-    loadConfig(fixture(name), env);
+    loadConfig(fixture(name), env, { checkFiles: true });
   } catch (err) {
     expect(err).toBeInstanceOf(ConfigError);
     return (err as ConfigError).problems.map(
@@ -35,8 +36,60 @@ describe("configuration errors name the key path", () => {
     ]);
   });
 
-  it("unknown_key", () => {
-    expect(problemsOf("unknown_key.yaml")).toEqual(['upstreams.docs: unknown key "timeout" @2:9']);
+  it("unknown_key suggests the closest known key, at the unknown key's own position", () => {
+    expect(problemsOf("unknown_key.yaml")).toEqual([
+      'upstreams.docs: unknown key "timeout" (did you mean "timeout_ms"?) @2:39',
+    ]);
+  });
+
+  it("misspelt_algorithm", () => {
+    expect(problemsOf("misspelt_algorithm.yaml")).toEqual([
+      'rate_limits.classes.read: unknown key "algoritm" (did you mean "algorithm"?) @10:7',
+    ]);
+  });
+
+  it("misspelt_top_level_key also leaves the real key missing", () => {
+    expect(problemsOf("misspelt_top_level_key.yaml")).toEqual([
+      "rate_limits: required",
+      ': unknown key "rate_limit" (did you mean "rate_limits"?) @7:1',
+    ]);
+  });
+
+  it("unknown_key_far_from_any lists the known keys instead of guessing", () => {
+    expect(problemsOf("unknown_key_far_from_any.yaml")).toEqual([
+      'routes[0]: unknown key "colour" (known: prefix, upstream, scopes, strip_prefix) @4:36',
+    ]);
+  });
+
+  it("dotted_upstream_name: a key containing dots is quoted and keeps its line and column", () => {
+    expect(problemsOf("dotted_upstream_name.yaml")).toEqual([
+      'upstreams["docs.v2"].url: expected an http:// or https:// URL, received "ftp://files.example.com" @3:10',
+      'upstreams["docs.v2"]: unknown key "keepalive_ms" (did you mean "keep_alive_ms"?) @4:5',
+    ]);
+  });
+
+  it("auth_without_source", () => {
+    expect(problemsOf("auth_without_source.yaml")).toEqual([
+      "auth: expected a token source: `introspection` (an RFC 7662 endpoint) or `static` (a tokens file) @6:3",
+    ]);
+  });
+
+  it("tokens_file_missing names the path as written and as resolved against the config's directory", () => {
+    expect(problemsOf("tokens_file_missing.yaml")).toEqual([
+      `auth.static.tokens_file: cannot read "no-such-tokens.yaml" (${fixture("no-such-tokens.yaml")}): ` +
+        "ENOENT: no such file or directory @6:26",
+    ]);
+  });
+
+  it("tokens_file_bad_entry names the tokens file's line and entry, never the token", () => {
+    expect(problemsOf("tokens_file_bad_entry.yaml")).toEqual([
+      'auth.static.tokens_file: ../tokens/bad-scope-type.yaml:5: "bad-…".scope: expected a space-separated ' +
+        'string ("read write") or a list of scopes @6:26',
+    ]);
+  });
+
+  it("the tokens file is checked by `gateway check` only: loading for `start` leaves it to the runtime", () => {
+    expect(() => loadConfig(fixture("tokens_file_missing.yaml"), {})).not.toThrow();
   });
 
   it("missing_env_secret names the variable, not a secondary schema error", () => {
@@ -143,5 +196,17 @@ describe("gateway check", () => {
     const r = run(fixture("several_problems.yaml"));
     expect(r.status).toBe(1);
     expect(r.stderr.match(/^ {2}\S/gm)?.length).toBe(6);
+  });
+
+  it("loads and validates the static tokens file the configuration names", () => {
+    const file = fixture("tokens_file_bad_entry.yaml");
+    const r = run(file);
+    expect(r.status).toBe(1);
+    expect(r.stdout).toBe("");
+    expect(r.stderr).toBe(
+      `invalid configuration ${file}:\n` +
+        '  auth.static.tokens_file: ../tokens/bad-scope-type.yaml:5: "bad-…".scope: expected a ' +
+        'space-separated string ("read write") or a list of scopes (line 6, col 26)\n',
+    );
   });
 });

@@ -1,0 +1,40 @@
+/**
+ * Checks of the files a configuration names (SPEC §9: `gateway check` validates "a config (and the
+ * files it names)"): today the static tokens file, loaded exactly as the gateway loads it.
+ */
+import path from "node:path";
+import { loadStaticTokens, TokensFileError } from "../auth/static-source.js";
+import type { ConfigFinding } from "./finding.js";
+import type { GatewayConfig } from "./schema.js";
+
+const TOKENS_FILE = ["auth", "static", "tokens_file"] as const;
+
+/**
+ * @param config - a configuration the schema accepted
+ * @param baseDir - the configuration file's directory (relative paths resolve against it)
+ * @returns one finding per problem, at `auth.static.tokens_file`: `<file>:<line>: <entry>: <message>`
+ *   for a bad entry, `cannot read "<file>" (<absolute path>): <reason>` for a missing file
+ */
+export function checkFiles(config: GatewayConfig, baseDir: string): ConfigFinding[] {
+  const file = config.auth.static?.tokens_file;
+  if (file === undefined) return [];
+  const resolved = path.resolve(baseDir, file);
+  try {
+    loadStaticTokens(resolved);
+    return [];
+  } catch (err) {
+    if (!(err instanceof TokensFileError)) throw err;
+    if (err.unreadable) {
+      return [
+        {
+          segments: TOKENS_FILE,
+          message: `cannot read "${file}" (${resolved}): ${err.problems[0]?.message}`,
+        },
+      ];
+    }
+    return err.problems.map((p) => ({
+      segments: TOKENS_FILE,
+      message: `${file}${p.line === undefined ? "" : `:${p.line}`}: ${p.entry ?? "(root)"}: ${p.message}`,
+    }));
+  }
+}

@@ -1,0 +1,37 @@
+/**
+ * A logger for in-process gateways whose lines the test can read, access lines included: they are
+ * written in chunks of many lines straight to the logger's destination, so the destination splits
+ * them, and {@link CapturedLog.accessLines} flushes the gateway's buffer first.
+ */
+import type { Logger } from "pino";
+import type { AccessLine } from "../../gateway/observability/access-log.js";
+import { createLogger } from "../../gateway/observability/logger.js";
+import type { TestGateway } from "./gateway.js";
+
+/** What {@link captureLog} returns. */
+export interface CapturedLog {
+  /** Pass as `startGateway(config, { logger })`. */
+  logger: Logger;
+  /** Every line so far, parsed. */
+  lines: Record<string, unknown>[];
+  /** The access lines of `gw` so far (its buffer flushed first). */
+  accessLines(gw: TestGateway): AccessLine[];
+}
+
+/** @param level - pino level of the logger (access lines need `info` or below) */
+export function captureLog(level = "info"): CapturedLog {
+  const lines: Record<string, unknown>[] = [];
+  const logger = createLogger(level, {
+    write(chunk: string) {
+      for (const line of chunk.split("\n")) if (line !== "") lines.push(JSON.parse(line));
+    },
+  });
+  return {
+    logger,
+    lines,
+    accessLines(gw) {
+      gw.gateway.flushAccessLog();
+      return lines.filter((l) => l.msg === "request") as unknown as AccessLine[];
+    },
+  };
+}

@@ -1,0 +1,120 @@
+/**
+ * The README is the whole user's manual (issue 12): it documents every configuration key of the
+ * schema (with the schema's default), every code of the error catalogue (with its status and
+ * message) and every metric family, and it links to nothing outside the repository. The lists are
+ * read from the code at run time, so a new key, code or metric fails this test until the README
+ * names it, and a key removed from the schema fails it while the README still documents it.
+ */
+import { existsSync, readFileSync } from "node:fs";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { Registry } from "prom-client";
+import { describe, expect, it } from "vitest";
+import { keyEntries } from "../../gateway/config/keys.js";
+import { gatewayConfigSchema } from "../../gateway/config/schema.js";
+import { ERROR_CATALOG } from "../../gateway/errors.js";
+import { createMetrics } from "../../gateway/observability/metrics.js";
+
+const ROOT = fileURLToPath(new URL("../../", import.meta.url));
+const readme = readFileSync(path.join(ROOT, "README.md"), "utf8");
+const lines = readme.split("\n");
+
+/** The lines of the section under `heading` (up to the next heading of the same or a higher level). */
+function section(heading: string): string[] {
+  const start = lines.indexOf(heading);
+  if (start < 0) throw new Error(`README has no "${heading}"`);
+  const level = /^#+/.exec(heading)![0].length;
+  const end = lines.findIndex((l, i) => i > start && /^#+ /.test(l) && /^#+/.exec(l)![0].length <= level);
+  return lines.slice(start + 1, end < 0 ? undefined : end);
+}
+
+/** Table rows of `rows` as trimmed cells (the leading and trailing pipes dropped). */
+function cells(row: string): string[] {
+  return row
+    .split("|")
+    .slice(1, -1)
+    .map((c) => c.trim());
+}
+
+describe("configuration keys (gateway/config/schema.ts)", () => {
+  const rows = new Map<string, string[]>();
+  for (const line of section("## Configuration")) {
+    const key = /^\| `([^`]+)` \|/.exec(line)?.[1];
+    if (key !== undefined) rows.set(key, cells(line));
+  }
+  const entries = keyEntries(gatewayConfigSchema);
+
+  it.each(entries.map((e) => [e.path, e] as const))("%s has a row, with the schema's default", (key, e) => {
+    const row = rows.get(key);
+    expect(row, `README "## Configuration" row for \`${key}\``).toBeDefined();
+    if (e.default !== undefined) {
+      const v = e.default.value;
+      const shown = typeof v === "string" ? v : JSON.stringify(v);
+      expect(row![1]).toContain(`\`${shown}\``);
+    }
+  });
+
+  it("documents no key the schema does not have", () => {
+    const known = new Set(entries.map((e) => e.path));
+    expect([...rows.keys()].filter((k) => !known.has(k))).toEqual([]);
+  });
+});
+
+describe("error codes (gateway/errors.ts)", () => {
+  it.each(Object.entries(ERROR_CATALOG))("%s has a row with its status and message", (code, entry) => {
+    const row = section("## Error catalogue").find((line) => line.startsWith(`| \`${code}\` |`));
+    expect(row, `README row for ${code}`).toBeDefined();
+    const [, status, message] = cells(row!);
+    expect(status).toBe(String(entry.status));
+    expect(message).toBe(entry.message);
+  });
+});
+
+describe("metrics (gateway/observability/metrics.ts)", () => {
+  const registry = new Registry();
+  createMetrics(registry, "test");
+  // prom-client's default process metrics are described as a group, not row by row.
+  const names = registry
+    .getMetricsAsArray()
+    .map((m) => m.name)
+    .filter((n) => n.startsWith("gateway_"));
+
+  it.each(names)("%s has a row", (name) => {
+    expect(section("### Metrics").some((line) => line.startsWith(`| \`${name}\` |`))).toBe(true);
+  });
+});
+
+describe("links", () => {
+  /** Markdown inline links and images: `[text](target)`, `![alt](target "title")`. */
+  const targets = [...readme.matchAll(/\]\(([^)\s]+)(?:\s+"[^"]*")?\)/g)].map((m) => m[1]!);
+  /** GitHub's heading anchors: lower case, punctuation other than `-` and `_` dropped, spaces to `-`. */
+  const anchors = new Set(
+    lines
+      .filter((l) => /^#{1,6} /.test(l))
+      .map((l) =>
+        l
+          .replace(/^#+ /, "")
+          .toLowerCase()
+          .replace(/[^\p{L}\p{N} _-]/gu, "")
+          .replace(/ /g, "-"),
+      ),
+  );
+
+  it("finds the README's links", () => {
+    expect(targets.length).toBeGreaterThan(10);
+  });
+
+  it("point inside the repository, at files that exist", () => {
+    const outside = targets.filter((t) => {
+      if (/^[a-z]+:/i.test(t) || t.startsWith("#")) return false;
+      const file = path.resolve(ROOT, t.split("#")[0]!);
+      return !file.startsWith(ROOT) || !existsSync(file);
+    });
+    expect(outside).toEqual([]);
+  });
+
+  it("to a heading of this README name one that exists", () => {
+    const broken = targets.filter((t) => t.startsWith("#") && !anchors.has(t.slice(1)));
+    expect(broken).toEqual([]);
+  });
+});

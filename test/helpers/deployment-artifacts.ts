@@ -5,6 +5,8 @@
 import { readFileSync, readdirSync } from "node:fs";
 import path from "node:path";
 import { parseAllDocuments } from "yaml";
+import { parseConfig } from "../../gateway/config/load.js";
+import type { GatewayConfig } from "../../gateway/config/schema.js";
 
 export interface Instruction {
   keyword: string;
@@ -93,17 +95,23 @@ export interface ContainerPort {
 }
 export interface Container {
   name: string;
+  image?: string;
+  command?: string[];
+  args?: string[];
   ports?: ContainerPort[];
   env?: { name: string; value?: string; valueFrom?: { secretKeyRef?: { name: string; key: string } } }[];
   volumeMounts?: { name: string; mountPath: string; readOnly?: boolean }[];
   readinessProbe?: HttpGetProbe;
   livenessProbe?: HttpGetProbe;
+  startupProbe?: HttpGetProbe;
   lifecycle?: { preStop?: { exec?: { command: string[] }; sleep?: { seconds: number } } };
   resources?: { requests?: Record<string, string>; limits?: Record<string, string> };
   securityContext?: {
     readOnlyRootFilesystem?: boolean;
     allowPrivilegeEscalation?: boolean;
     runAsNonRoot?: boolean;
+    runAsUser?: number;
+    runAsGroup?: number;
   };
 }
 export interface Deployment {
@@ -116,9 +124,13 @@ export interface Deployment {
       metadata: Metadata;
       spec: {
         terminationGracePeriodSeconds?: number;
-        securityContext?: { runAsNonRoot?: boolean; runAsUser?: number };
+        securityContext?: { runAsNonRoot?: boolean; runAsUser?: number; runAsGroup?: number };
         containers: Container[];
-        volumes?: { name: string; configMap?: { name: string; items?: { key: string; path: string }[] } }[];
+        volumes?: {
+          name: string;
+          configMap?: { name: string; items?: { key: string; path: string }[] };
+          emptyDir?: Record<string, unknown>;
+        }[];
       };
     };
   };
@@ -161,3 +173,56 @@ export interface ConfigMap {
   data: Record<string, string>;
 }
 export type Manifest = Deployment | Service | PodDisruptionBudget | HorizontalPodAutoscaler | ConfigMap;
+
+/** The Dockerfile and config/kubernetes of a checkout, read once, with the lookups the tests share. */
+export interface Artifacts {
+  dockerfile: { args: Map<string, string>; stages: Stage[] };
+  /** The runtime (last) stage's instructions of one keyword, their arguments in order. */
+  runtimeInstructions(keyword: string): string[];
+  manifests: Manifest[];
+  /** The one manifest of `kind`; throws unless there is exactly one. */
+  only<K extends Manifest["kind"]>(kind: K): Extract<Manifest, { kind: K }>;
+  deployment: Deployment;
+  podSpec: Deployment["spec"]["template"]["spec"];
+  container: Container;
+  configMap: ConfigMap;
+  /** The ConfigMap's gateway.yaml through the gateway's own schema. */
+  config: GatewayConfig;
+  /** A probe's or Service's port (number or container port name) as a number. */
+  containerPort(port: number | string | undefined): number | undefined;
+}
+
+export function readArtifacts(root: string): Artifacts {
+  const dockerfile = parseDockerfile(readFileSync(path.join(root, "Dockerfile"), "utf8"));
+  const runtime = dockerfile.stages.at(-1);
+  const manifests = loadManifestFiles(path.join(root, "config/kubernetes")).map(
+    (m) => m.doc as unknown as Manifest,
+  );
+  const only = <K extends Manifest["kind"]>(kind: K): Extract<Manifest, { kind: K }> => {
+    const found = manifests.filter((m): m is Extract<Manifest, { kind: K }> => m.kind === kind);
+    if (found.length !== 1)
+      throw new Error(`${found.length} ${kind} in config/kubernetes, expected exactly one`);
+    return found[0] as Extract<Manifest, { kind: K }>;
+  };
+  const deployment = only("Deployment");
+  const podSpec = deployment.spec.template.spec;
+  const container = podSpec.containers[0] as Container;
+  const configMap = only("ConfigMap");
+  const config = parseConfig(configMap.data["gateway.yaml"] ?? "", "configmap.yaml gateway.yaml", {
+    INTROSPECTION_CLIENT_SECRET: "test-secret",
+  });
+  return {
+    dockerfile,
+    runtimeInstructions: (keyword) =>
+      (runtime?.instructions ?? []).filter((i) => i.keyword === keyword).map((i) => i.args),
+    manifests,
+    only,
+    deployment,
+    podSpec,
+    container,
+    configMap,
+    config,
+    containerPort: (port) =>
+      typeof port === "number" ? port : container.ports?.find((p) => p.name === port)?.containerPort,
+  };
+}

@@ -1,33 +1,32 @@
 /**
- * The container and Kubernetes artifacts (issue "Production hardening", item 7). There is no container
- * engine or cluster on the CI machines, so this reads the Dockerfile and the manifests and checks the
- * points a deployment relies on: the image's base, users, ports, health check and config path; the
+ * The container and Kubernetes artifacts (issue "Production hardening", item 7). Without building
+ * the image (npm run test:container does) or a cluster, this reads the Dockerfile and the manifests
+ * and checks the points a deployment relies on: the image's base, users, ports, health check and config path; the
  * probes, shutdown timing, config mount and secret of the Deployment; the Service, PDB and HPA; and
- * the ConfigMap's gateway.yaml against the gateway's own schema.
+ * the ConfigMap's gateway.yaml against the gateway's own schema. image-and-manifests-agree.test.ts
+ * checks the two against each other, kubernetes-manifests-validate.test.ts against the API schemas.
  */
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
-import { parseConfig } from "../../gateway/config/load.js";
-import type { GatewayConfig } from "../../gateway/config/schema.js";
-import {
-  type Container,
-  loadManifestFiles,
-  type Manifest,
-  parseDockerfile,
-} from "../helpers/deployment-artifacts.js";
+import { readArtifacts } from "../helpers/deployment-artifacts.js";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
-const K8S_DIR = path.join(ROOT, "config/kubernetes");
 const CONFIG_PATH = "/etc/gateway/gateway.yaml";
 
-const dockerfile = parseDockerfile(readFileSync(path.join(ROOT, "Dockerfile"), "utf8"));
+const {
+  dockerfile,
+  runtimeInstructions,
+  only,
+  deployment,
+  podSpec,
+  container,
+  configMap,
+  config,
+  containerPort,
+} = readArtifacts(ROOT);
 const runtime = dockerfile.stages.at(-1);
-
-function runtimeInstructions(keyword: string): string[] {
-  return (runtime?.instructions ?? []).filter((i) => i.keyword === keyword).map((i) => i.args);
-}
 
 describe("Dockerfile", () => {
   it("is multi-stage, every stage on a Node.js 22 or 24 LTS image", () => {
@@ -107,28 +106,7 @@ describe("Dockerfile", () => {
 // ---------------------------------------------------------------------------------------------
 // Kubernetes manifests
 
-const manifests = loadManifestFiles(K8S_DIR).map((m) => m.doc as unknown as Manifest);
-
-function only<K extends Manifest["kind"]>(kind: K): Extract<Manifest, { kind: K }> {
-  const found = manifests.filter((m): m is Extract<Manifest, { kind: K }> => m.kind === kind);
-  expect(found, `exactly one ${kind} in config/kubernetes`).toHaveLength(1);
-  return found[0] as Extract<Manifest, { kind: K }>;
-}
-
-const deployment = only("Deployment");
-const podSpec = deployment.spec.template.spec;
-const container = podSpec.containers[0] as Container;
-const configMap = only("ConfigMap");
 const gatewayYaml = configMap.data["gateway.yaml"] ?? "";
-const config: GatewayConfig = parseConfig(gatewayYaml, "configmap.yaml gateway.yaml", {
-  INTROSPECTION_CLIENT_SECRET: "test-secret",
-});
-
-/** A probe's or Service's port (number or container port name) as a number. */
-function containerPort(port: number | string | undefined): number | undefined {
-  if (typeof port === "number") return port;
-  return container.ports?.find((p) => p.name === port)?.containerPort;
-}
 
 /** Seconds the preStop hook holds the pod before SIGTERM. */
 function preStopSeconds(): number {

@@ -1,9 +1,13 @@
 # syntax=docker/dockerfile:1
 #
 # API gateway container (SPEC §9, README "Deploying").
-#   docker build -t api-gateway .
+#   docker build -t api-gateway .                      # podman: podman build --format docker ...
 #   docker run --rm -p 8080:8080 -p 9090:9090 \
 #     -v "$PWD/gateway.yaml:/etc/gateway/gateway.yaml:ro" -e INTROSPECTION_CLIENT_SECRET=... api-gateway
+# Behind a private registry or a TLS-intercepting proxy, hand the build your npm configuration:
+#   docker build --secret id=npmrc,src=$HOME/.npmrc -t api-gateway .
+# `--build-arg NODE_IMAGE=...` swaps the base (test/container builds an equivalent one locally).
+# npm run test:container builds this file as it is and runs the image (test/container/run.sh).
 #
 # Two stages: `build` has the dev dependencies and compiles TypeScript to dist/; the runtime stage
 # has only the production dependencies, the compiled output and the example configs, and runs as the
@@ -16,7 +20,9 @@ FROM ${NODE_IMAGE} AS build
 WORKDIR /app
 COPY package.json package-lock.json .npmrc ./
 # --ignore-scripts: `prepare` runs the build, which needs the sources copied below.
-RUN npm ci --ignore-scripts
+# The optional `npmrc` build secret is the builder's own npm configuration (a private registry or
+# mirror, its CA, a token): mounted as root's ~/.npmrc for this one command, so no layer keeps it.
+RUN --mount=type=secret,id=npmrc,target=/root/.npmrc npm ci --ignore-scripts
 COPY . .
 RUN npm run build \
  && mkdir -p /etc/gateway \
@@ -28,7 +34,7 @@ ENV NODE_ENV=production \
 WORKDIR /app
 COPY package.json package-lock.json .npmrc ./
 # --ignore-scripts: `prepare` would run tsc, which is a dev dependency and not installed here.
-RUN npm ci --omit=dev --ignore-scripts \
+RUN --mount=type=secret,id=npmrc,target=/root/.npmrc npm ci --omit=dev --ignore-scripts \
  && npm cache clean --force
 COPY --from=build /app/dist ./dist
 COPY --from=build /app/config ./config

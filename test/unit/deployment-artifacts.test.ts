@@ -1,84 +1,32 @@
 /**
- * The container and Kubernetes artifacts (issue "Production hardening", item 7). There is no container
- * engine or cluster on the CI machines, so this reads the Dockerfile and the manifests and checks the
- * points a deployment relies on: the image's base, users, ports, health check and config path; the
+ * The container and Kubernetes artifacts (issue "Production hardening", item 7). Without building
+ * the image (npm run test:container does) or a cluster, this reads the Dockerfile and the manifests
+ * and checks the points a deployment relies on: the image's base, users, ports, health check and config path; the
  * probes, shutdown timing, config mount and secret of the Deployment; the Service, PDB and HPA; and
- * the ConfigMap's gateway.yaml against the gateway's own schema.
+ * the ConfigMap's gateway.yaml against the gateway's own schema. image-and-manifests-agree.test.ts
+ * checks the two against each other, kubernetes-manifests-validate.test.ts against the API schemas.
  */
-import { readFileSync, readdirSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
-import { parseAllDocuments } from "yaml";
-import { parseConfig } from "../../gateway/config/load.js";
-import type { GatewayConfig } from "../../gateway/config/schema.js";
+import { readArtifacts } from "../helpers/deployment-artifacts.js";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
-const K8S_DIR = path.join(ROOT, "config/kubernetes");
 const CONFIG_PATH = "/etc/gateway/gateway.yaml";
 
-// ---------------------------------------------------------------------------------------------
-// Dockerfile
-
-interface Instruction {
-  keyword: string;
-  args: string;
-}
-
-interface Stage {
-  image: string;
-  name: string | undefined;
-  instructions: Instruction[];
-}
-
-/** Joins `\` continuations, drops comments and parser directives, splits into stages. */
-function parseDockerfile(text: string): { args: Map<string, string>; stages: Stage[] } {
-  const logical: string[] = [];
-  let pending = "";
-  for (const raw of text.split("\n")) {
-    const line = raw.trim();
-    if (pending === "" && (line === "" || line.startsWith("#"))) continue;
-    if (line.startsWith("#")) continue; // comment inside a continuation
-    if (line.endsWith("\\")) {
-      pending += `${line.slice(0, -1)} `;
-      continue;
-    }
-    logical.push(pending + line);
-    pending = "";
-  }
-  const args = new Map<string, string>();
-  const stages: Stage[] = [];
-  for (const line of logical) {
-    const m = /^(\S+)\s*(.*)$/.exec(line);
-    if (m === null) continue;
-    const keyword = (m[1] ?? "").toUpperCase();
-    const rest = m[2] ?? "";
-    if (keyword === "FROM") {
-      const from = /^(?:--platform=\S+\s+)?(\S+)(?:\s+AS\s+(\S+))?$/i.exec(rest);
-      expect(from, `unparsable FROM: ${line}`).not.toBeNull();
-      const image = (from?.[1] ?? "").replace(/\$\{?(\w+)\}?/g, (_s, name: string) => args.get(name) ?? "");
-      stages.push({ image, name: from?.[2], instructions: [] });
-      continue;
-    }
-    const stage = stages.at(-1);
-    if (stage === undefined) {
-      if (keyword === "ARG") {
-        const [name, value = ""] = rest.split("=", 2);
-        args.set((name ?? "").trim(), value.trim());
-      }
-      continue;
-    }
-    stage.instructions.push({ keyword, args: rest });
-  }
-  return { args, stages };
-}
-
-const dockerfile = parseDockerfile(readFileSync(path.join(ROOT, "Dockerfile"), "utf8"));
+const {
+  dockerfile,
+  runtimeInstructions,
+  only,
+  deployment,
+  podSpec,
+  container,
+  configMap,
+  config,
+  containerPort,
+} = readArtifacts(ROOT);
 const runtime = dockerfile.stages.at(-1);
-
-function runtimeInstructions(keyword: string): string[] {
-  return (runtime?.instructions ?? []).filter((i) => i.keyword === keyword).map((i) => i.args);
-}
 
 describe("Dockerfile", () => {
   it("is multi-stage, every stage on a Node.js 22 or 24 LTS image", () => {
@@ -158,123 +106,7 @@ describe("Dockerfile", () => {
 // ---------------------------------------------------------------------------------------------
 // Kubernetes manifests
 
-interface Metadata {
-  name: string;
-  labels?: Record<string, string>;
-  annotations?: Record<string, string>;
-}
-interface HttpGetProbe {
-  httpGet?: { path: string; port: number | string };
-}
-interface ContainerPort {
-  name?: string;
-  containerPort: number;
-}
-interface Container {
-  name: string;
-  ports?: ContainerPort[];
-  env?: { name: string; value?: string; valueFrom?: { secretKeyRef?: { name: string; key: string } } }[];
-  volumeMounts?: { name: string; mountPath: string; readOnly?: boolean }[];
-  readinessProbe?: HttpGetProbe;
-  livenessProbe?: HttpGetProbe;
-  lifecycle?: { preStop?: { exec?: { command: string[] }; sleep?: { seconds: number } } };
-  resources?: { requests?: Record<string, string>; limits?: Record<string, string> };
-  securityContext?: {
-    readOnlyRootFilesystem?: boolean;
-    allowPrivilegeEscalation?: boolean;
-    runAsNonRoot?: boolean;
-  };
-}
-interface Deployment {
-  kind: "Deployment";
-  metadata: Metadata;
-  spec: {
-    replicas?: number;
-    selector: { matchLabels: Record<string, string> };
-    template: {
-      metadata: Metadata;
-      spec: {
-        terminationGracePeriodSeconds?: number;
-        securityContext?: { runAsNonRoot?: boolean; runAsUser?: number };
-        containers: Container[];
-        volumes?: { name: string; configMap?: { name: string; items?: { key: string; path: string }[] } }[];
-      };
-    };
-  };
-}
-interface Service {
-  kind: "Service";
-  metadata: Metadata;
-  spec: {
-    selector: Record<string, string>;
-    ports: { name?: string; port: number; targetPort?: number | string }[];
-  };
-}
-interface PodDisruptionBudget {
-  kind: "PodDisruptionBudget";
-  apiVersion: string;
-  metadata: Metadata;
-  spec: {
-    minAvailable?: number | string;
-    maxUnavailable?: number | string;
-    selector: { matchLabels: Record<string, string> };
-  };
-}
-interface HorizontalPodAutoscaler {
-  kind: "HorizontalPodAutoscaler";
-  apiVersion: string;
-  metadata: Metadata;
-  spec: {
-    scaleTargetRef: { apiVersion: string; kind: string; name: string };
-    minReplicas?: number;
-    maxReplicas: number;
-    metrics?: {
-      type: string;
-      resource?: { name: string; target: { type: string; averageUtilization?: number } };
-    }[];
-  };
-}
-interface ConfigMap {
-  kind: "ConfigMap";
-  metadata: Metadata;
-  data: Record<string, string>;
-}
-type Manifest = Deployment | Service | PodDisruptionBudget | HorizontalPodAutoscaler | ConfigMap;
-
-function loadManifests(): Manifest[] {
-  const out: Manifest[] = [];
-  for (const file of readdirSync(K8S_DIR).filter((f) => /\.ya?ml$/.test(f))) {
-    for (const doc of parseAllDocuments(readFileSync(path.join(K8S_DIR, file), "utf8"))) {
-      expect(doc.errors, `${file}: ${doc.errors.map((e) => e.message).join("; ")}`).toEqual([]);
-      const value = doc.toJS() as unknown;
-      if (value !== null && typeof value === "object" && "kind" in value) out.push(value as Manifest);
-    }
-  }
-  return out;
-}
-
-const manifests = loadManifests();
-
-function only<K extends Manifest["kind"]>(kind: K): Extract<Manifest, { kind: K }> {
-  const found = manifests.filter((m): m is Extract<Manifest, { kind: K }> => m.kind === kind);
-  expect(found, `exactly one ${kind} in config/kubernetes`).toHaveLength(1);
-  return found[0] as Extract<Manifest, { kind: K }>;
-}
-
-const deployment = only("Deployment");
-const podSpec = deployment.spec.template.spec;
-const container = podSpec.containers[0] as Container;
-const configMap = only("ConfigMap");
 const gatewayYaml = configMap.data["gateway.yaml"] ?? "";
-const config: GatewayConfig = parseConfig(gatewayYaml, "configmap.yaml gateway.yaml", {
-  INTROSPECTION_CLIENT_SECRET: "test-secret",
-});
-
-/** A probe's or Service's port (number or container port name) as a number. */
-function containerPort(port: number | string | undefined): number | undefined {
-  if (typeof port === "number") return port;
-  return container.ports?.find((p) => p.name === port)?.containerPort;
-}
 
 /** Seconds the preStop hook holds the pod before SIGTERM. */
 function preStopSeconds(): number {

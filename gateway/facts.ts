@@ -26,6 +26,11 @@ export interface RequestFacts {
   protocol: ClientProtocol;
   /** The client connection is TLS (`X-Forwarded-Proto: https`). */
   secure: boolean;
+  /**
+   * RFC 4514 subject of the client certificate verified by mutual TLS (`listen.tls.client_ca_file`),
+   * sent upstream as `X-Client-Cert-Subject`; null otherwise.
+   */
+  clientCertSubject: string | null;
   /** A WebSocket handshake taken by the `upgrade` listener (keeps `Connection: Upgrade`). */
   upgrade: boolean;
   /** Number of `Host` fields (HTTP/1.x; RFC 9112 §3.2 wants exactly one on HTTP/1.1). */

@@ -8,10 +8,17 @@
  *   requests) until `keepAliveTimeout`. So responses not yet started are switched to
  *   `Connection: close`, and connections whose response already started are closed once it ends;
  * - upgraded (WebSocket) sockets are no longer HTTP connections: `closeAllConnections()` does not
- *   see them, yet `close()` waits for them. They are tracked here and destroyed at the deadline.
+ *   see them, yet `close()` waits for them. They are tracked here and destroyed at the deadline;
+ * - HTTP/2 sessions (the TLS listener with `http2`) are told GOAWAY (`session.close()`): no new
+ *   streams, in-flight streams complete; at the deadline they are destroyed.
+ *
+ * The TLS listener with HTTP/2 serves its HTTP/1.1 connections with Node's HTTP/1.1 code, which
+ * tracks them as an `http.Server` does, so the same idle/all-connections calls apply to it.
  */
-import type { Server, ServerResponse } from "node:http";
+import http, { type ServerResponse } from "node:http";
+import type { Http2Session } from "node:http2";
 import type { Duplex } from "node:stream";
+import type { ApiServer } from "./transport/api-listener.js";
 
 type Milliseconds = number;
 
@@ -21,18 +28,24 @@ type TrackedSocket = Duplex & { [TRACKED]?: Set<Duplex> };
 
 /** Tracks a listener's in-flight responses and upgraded sockets so that it can be drained. */
 export class HttpDrain {
-  private readonly server: Server;
+  private readonly server: ApiServer;
   private readonly responses = new Set<ServerResponse>();
   private readonly tunnels = new Set<Duplex>();
+  private readonly sessions = new Set<Http2Session>();
   private draining = false;
 
   /** Installs its listeners ahead of the server's own `request`/`upgrade` handlers. */
-  constructor(server: Server) {
+  constructor(server: ApiServer) {
     this.server = server;
     this.onRequest = this.onRequest.bind(this);
     this.onUpgrade = this.onUpgrade.bind(this);
     server.prependListener("request", this.onRequest);
     server.prependListener("upgrade", this.onUpgrade);
+    server.on("session", (session: Http2Session) => {
+      this.sessions.add(session);
+      session.once("close", () => this.sessions.delete(session));
+      if (this.draining) session.close();
+    });
   }
 
   /**
@@ -45,17 +58,22 @@ export class HttpDrain {
     this.draining = true;
     const closed = new Promise<void>((resolve) => {
       if (!this.server.listening) return resolve();
-      this.server.close(() => resolve()); // also closes the idle keep-alive sockets (Node >= 19)
+      this.server.close(() => resolve());
     });
+    // http.Server#close does this itself (Node >= 19); the TLS listeners' close does not.
+    closeIdleConnections(this.server);
     for (const res of this.responses) this.lastOnItsConnection(res);
+    for (const session of this.sessions) session.close();
     const deadline = setTimeout(() => {
-      this.server.closeAllConnections();
+      closeAllConnections(this.server);
       for (const socket of this.tunnels) socket.destroy();
+      for (const session of this.sessions) session.destroy();
     }, graceMs);
     return closed.finally(() => clearTimeout(deadline));
   }
 
-  private onRequest(_req: unknown, res: TrackedResponse): void {
+  private onRequest(req: { httpVersionMajor: number }, res: TrackedResponse): void {
+    if (req.httpVersionMajor === 2) return; // its session is drained as a whole
     if (this.draining) {
       res.shouldKeepAlive = false;
       return;
@@ -80,7 +98,7 @@ export class HttpDrain {
       return;
     }
     // It already promised keep-alive: once it is out its connection is idle, so close that.
-    res.once("finish", () => setImmediate(() => this.server.closeIdleConnections()));
+    res.once("finish", () => setImmediate(() => closeIdleConnections(this.server)));
   }
 }
 
@@ -90,4 +108,14 @@ function untrackResponse(this: TrackedResponse): void {
 
 function untrackSocket(this: TrackedSocket): void {
   this[TRACKED]?.delete(this);
+}
+
+/** `http.Server#closeIdleConnections` on any API listener kind (see the module comment). */
+function closeIdleConnections(server: ApiServer): void {
+  http.Server.prototype.closeIdleConnections.call(server as http.Server);
+}
+
+/** `http.Server#closeAllConnections` on any API listener kind. */
+function closeAllConnections(server: ApiServer): void {
+  http.Server.prototype.closeAllConnections.call(server as http.Server);
 }

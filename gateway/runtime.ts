@@ -15,7 +15,6 @@ import type { Clock } from "./clock.js";
 import { CorsPolicy } from "./cors.js";
 import type { GatewayConfig } from "./config/schema.js";
 import type { GatewayMetrics } from "./observability/metrics.js";
-import type { UpstreamSink } from "./proxy/sink.js";
 import { UpstreamClient } from "./proxy/upstream-client.js";
 import type { UpstreamRequestSettings } from "./proxy/upstream-request.js";
 import { upstreamTls } from "./proxy/upstream-tls.js";
@@ -32,12 +31,6 @@ export interface RuntimeDeps {
   logger: Logger;
   /** Directory relative paths in the config resolve against. */
   baseDir: string;
-}
-
-/** Where the upstream clients report: the transport writers. */
-export interface UpstreamSinks {
-  upstream: UpstreamSink;
-  upgrade: UpgradeSink;
 }
 
 /** The compiled configuration. */
@@ -92,7 +85,7 @@ const same = (a: unknown, b: unknown): boolean => JSON.stringify(a) === JSON.str
 export function buildRuntime(
   config: GatewayConfig,
   deps: RuntimeDeps,
-  sinks: UpstreamSinks,
+  upgradeSink: UpgradeSink,
   previous?: Runtime,
 ): Runtime {
   // A static file is re-read on every reload (its content may have changed).
@@ -118,8 +111,7 @@ export function buildRuntime(
   const auth = keepAuth ? previous.auth : new AuthenticatorChain(authenticatorsOf(config, deps));
   const upstreams = new Map<string, UpstreamClient>();
   for (const [name, u] of Object.entries(config.upstreams)) {
-    const client =
-      reused.get(name) ?? new UpstreamClient(name, u, tls.get(name)!, sinks.upstream, sinks.upgrade);
+    const client = reused.get(name) ?? new UpstreamClient(name, u, tls.get(name)!, upgradeSink);
     upstreams.set(name, client);
   }
   return {

@@ -2,7 +2,8 @@
  * A gateway instance: the API listener, the admin listener, its registry and its runtime.
  * Many instances can live in one process (tests): nothing here is a module singleton.
  */
-import http, { type Server } from "node:http";
+import type { Server } from "node:http";
+import type https from "node:https";
 import type { AddressInfo } from "node:net";
 import type { Logger } from "pino";
 import { Registry } from "prom-client";
@@ -16,7 +17,10 @@ import { createMetrics, type GatewayMetrics } from "./observability/metrics.js";
 import { RequestMetrics } from "./observability/request-metrics.js";
 import { Pipeline } from "./pipeline.js";
 import { buildRuntime, releaseRuntime, type Runtime } from "./runtime.js";
+import { createApiListener, type ApiServer } from "./transport/api-listener.js";
 import { Http1Transport } from "./transport/http1.js";
+import { Http2Transport } from "./transport/http2.js";
+import { serverTls } from "./transport/server-tls.js";
 import { VERSION } from "./version.js";
 
 /** Options of {@link createGateway}. */
@@ -72,33 +76,16 @@ export function createGateway(loaded: LoadedConfig, options: GatewayOptions = {}
   const accessLog = new AccessLog(logger);
   // Finish observers, in order: every request's end is told to each (tracing adds one).
   const observers = [new RequestMetrics(metrics, pipeline.hot), accessLog];
-  const transport = new Http1Transport({
-    pipeline,
-    clock,
-    metrics,
-    logger,
-    observers,
-    runtime: () => runtime,
-  });
-  const sinks = { upstream: transport, upgrade: transport };
+  const writerDeps = { pipeline, clock, metrics, logger, observers, runtime: () => runtime };
+  const h1 = new Http1Transport(writerDeps);
+  const h2 = new Http2Transport(writerDeps);
   const deps = { clock, metrics, logger, baseDir: loaded.baseDir };
-  let runtime = buildRuntime(config, deps, sinks);
+  // Files first: a bad certificate or key stops the start before anything listens.
+  const tls = serverTls(config, loaded.baseDir);
+  let runtime = buildRuntime(config, deps, h1);
 
   const l = config.listen;
-  const api: Server = http.createServer({
-    headersTimeout: l.headers_timeout_ms,
-    requestTimeout: l.request_timeout_ms,
-    keepAliveTimeout: l.keep_alive_timeout_ms,
-    maxHeaderSize: l.max_header_bytes,
-    // The core answers a missing or repeated Host itself (400 with the rate-limit fields).
-    requireHostHeader: false,
-    // Node enforces both timeouts only on this sweep (default every 30 s): without it a slowloris
-    // client holds its socket up to 30 s past headers_timeout_ms.
-    connectionsCheckingInterval: Math.max(50, Math.min(1_000, Math.floor(l.headers_timeout_ms / 4))),
-  });
-  api.on("request", transport.onRequest);
-  api.on("upgrade", transport.onUpgrade);
-  api.on("clientError", transport.onClientError);
+  const api = createApiListener(config, tls, h1, h2);
   const drain = new HttpDrain(api);
   // Access lines are buffered (16 KiB, then sonic-boom's 4 KiB) so the hot path never writes
   // synchronously; flush at least once a second so a quiet gateway's lines still reach the log
@@ -135,7 +122,11 @@ export function createGateway(loaded: LoadedConfig, options: GatewayOptions = {}
       try {
         const next = loadConfig(file);
         const old = runtime;
-        const built = buildRuntime(next.config, { ...deps, baseDir: next.baseDir }, sinks, old);
+        // Certificates are re-read and checked first: a bad one keeps the running configuration.
+        const nextTls = tls === null ? null : serverTls(next.config, next.baseDir);
+        const built = buildRuntime(next.config, { ...deps, baseDir: next.baseDir }, h1, old);
+        // New connections get the new certificate; open ones keep theirs.
+        if (nextTls !== null) (api as https.Server).setSecureContext(nextTls);
         runtime = built;
         // Requests started on the old runtime may still use its agents: release after the grace
         // period what `built` does not reuse (not what a later reload's runtime reuses).
@@ -166,7 +157,7 @@ export function createGateway(loaded: LoadedConfig, options: GatewayOptions = {}
   return gateway;
 }
 
-function listenOn(server: Server, port: number, host: string): Promise<void> {
+function listenOn(server: ApiServer | Server, port: number, host: string): Promise<void> {
   return new Promise((resolve, reject) => {
     server.once("error", reject);
     server.listen(port, host, () => {

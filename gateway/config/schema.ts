@@ -8,6 +8,7 @@
  */
 import { z } from "zod";
 import { corsSchema } from "./cors-schema.js";
+import { listenTlsSchema } from "./tls-schema.js";
 import { httpMethod, nonNegativeInt, port, positiveInt } from "./primitives.js";
 
 const listenerSchema = (defaultPort: number) =>
@@ -209,6 +210,12 @@ const listenSchema = listenerSchema(8080).extend({
     .default(5_000)
     .describe("Idle keep-alive client sockets close after (ms)."),
   max_header_bytes: positiveInt.default(16_384).describe("Largest request head accepted (bytes); 431 above."),
+  tls: listenTlsSchema.optional().describe("TLS on the API listener; without it plain HTTP/1.1."),
+  http2: z
+    .boolean()
+    .default(true)
+    .describe("With `tls`: ALPN offers h2 and http/1.1; false offers http/1.1 only."),
+  http2_max_streams: positiveInt.default(100).describe("HTTP/2: concurrent streams per connection."),
 });
 
 /** The YAML document's shape, with defaults applied (SPEC §7). */

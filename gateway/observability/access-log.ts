@@ -29,6 +29,8 @@ export interface AccessLine {
   identity: string | null;
   remaining: number | null;
   clientIp: string;
+  /** HTTP version of the client connection: `1.0`, `1.1` or `2`. */
+  protocol: "1.0" | "1.1" | "2";
   error?: string;
   aborted?: true;
   msg: "request";
@@ -88,7 +90,7 @@ export class AccessLog implements FinishObserver {
       `,"upstreamMs":${scope.upstreamMs >= 0 ? ms(scope.upstreamMs) : "null"}` +
       `,"identity":${scope.identity === "" ? "null" : JSON.stringify(scope.identity)}` +
       `,"remaining":${decision === null ? "null" : decision.remaining}` +
-      `,"clientIp":${JSON.stringify(scope.clientIp)}`;
+      `,"clientIp":${JSON.stringify(scope.clientIp)},"protocol":"${scope.protocol}"`;
     if (scope.errorCode !== null) line += `,"error":"${scope.errorCode}"`;
     if (status === 499) line += `,"aborted":true`;
     this.pending += line + `,"msg":"request"}\n`;

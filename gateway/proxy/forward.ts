@@ -54,9 +54,14 @@ export class Forward implements Dispatcher.DispatchHandler {
     // 1xx interim responses are not relayed (the transport answers `Expect: 100-continue` itself).
     if (statusCode < 200) return;
     // undici parses into a fresh object per response: ours to edit (repeated fields are arrays).
-    const headers = parsed as HeaderMap;
-    this.sink.responseHead(this.req, this.res, headers, this.upstream);
-    this.res.writeHead(statusCode, statusMessage === "" ? undefined : statusMessage, headers);
+    this.sink.responseHead(
+      this.req,
+      this.res,
+      statusCode,
+      statusMessage ?? "",
+      parsed as HeaderMap,
+      this.upstream,
+    );
   }
 
   onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {

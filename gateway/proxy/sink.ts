@@ -18,7 +18,6 @@ export interface ResponseTarget {
   readonly headersSent: boolean;
   readonly destroyed: boolean;
   readonly writableFinished: boolean;
-  writeHead(status: number, message: string | undefined, headers: HeaderMap): unknown;
   write(chunk: Buffer): boolean;
   end(): unknown;
   destroy(): unknown;
@@ -32,10 +31,19 @@ export interface ResponseTarget {
  */
 export interface UpstreamSink {
   /**
-   * The upstream's response head (status >= 200) arrived: time it, drop its hop-by-hop fields and
-   * add the gateway's headers, in place, before it is written to `res`.
+   * The upstream's response head (status >= 200) arrived: time it, drop its hop-by-hop fields, add
+   * the gateway's headers, and write the head to `res` as the transport does.
+   * @param message - the upstream's reason phrase ("" when none; HTTP/2 has none)
+   * @param headers - the upstream's fields, the writer's to edit
    */
-  responseHead(req: ProxyRequest, res: ResponseTarget, headers: HeaderMap, upstream: string): void;
+  responseHead(
+    req: ProxyRequest,
+    res: ResponseTarget,
+    status: number,
+    message: string,
+    headers: HeaderMap,
+    upstream: string,
+  ): void;
   /** The upstream failed before a response started (`res` still writable) or after (it is not). */
   upstreamError(req: ProxyRequest, res: ResponseTarget, reason: UpstreamErrorReason, upstream: string): void;
 }

@@ -24,7 +24,6 @@ export class UpstreamClient {
   private readonly pool: Pool;
   private readonly agent: http.Agent;
   private readonly ws: WebSocketRelay;
-  private readonly sink: UpstreamSink;
   /** The upstream URL's path without its trailing slash ("" for the root). */
   private readonly basePath: string;
 
@@ -33,16 +32,10 @@ export class UpstreamClient {
    * @param cfg - `upstreams.<name>`: url, timeout_ms (silence before and during the body, ms),
    *   connect_timeout_ms (ms), max_sockets (pool connections), keep_alive_ms (idle pooled socket, ms)
    * @param tls - the upstream's TLS settings (`https://` upstreams), or null
+   * @param upgradeSink - the HTTP/1.1 writer, which relays WebSocket upgrades
    */
-  constructor(
-    name: string,
-    cfg: UpstreamConfig,
-    tls: UpstreamTls | null,
-    sink: UpstreamSink,
-    upgradeSink: UpgradeSink,
-  ) {
+  constructor(name: string, cfg: UpstreamConfig, tls: UpstreamTls | null, upgradeSink: UpgradeSink) {
     this.name = name;
-    this.sink = sink;
     const url = new URL(cfg.url);
     this.basePath = url.pathname.replace(/\/+$/, "");
     this.pool = new Pool(url.origin, {
@@ -77,9 +70,19 @@ export class UpstreamClient {
    * Forwards a plain request, streaming both bodies.
    * @param path - path and query to send (appended to the upstream URL's path)
    * @param headers - the prepared upstream request headers (hop-by-hop and `expect` removed)
+   * @param hasBody - the request has a body to stream (HTTP/1.1: a length or chunked framing;
+   *   HTTP/2: the HEADERS frame did not end the stream)
+   * @param sink - the writer of the transport that received the request
    */
-  forward(req: ProxyRequest, res: ResponseTarget, method: string, path: string, headers: HeaderMap): void {
-    const hasBody = headers["content-length"] !== undefined || headers["transfer-encoding"] !== undefined;
+  forward(
+    req: ProxyRequest,
+    res: ResponseTarget,
+    method: string,
+    path: string,
+    headers: HeaderMap,
+    hasBody: boolean,
+    sink: UpstreamSink,
+  ): void {
     // undici frames the body itself and refuses the field.
     if (headers["transfer-encoding"] !== undefined) delete headers["transfer-encoding"];
     this.pool.dispatch(
@@ -89,7 +92,7 @@ export class UpstreamClient {
         headers,
         body: hasBody ? req : null,
       },
-      new Forward(this.name, this.sink, req, res),
+      new Forward(this.name, sink, req, res),
     );
   }
 

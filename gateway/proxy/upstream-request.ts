@@ -8,7 +8,12 @@ import type { Route } from "../routing/routes.js";
 import { setForwardedHeaders, stripHopByHop } from "./forwarded.js";
 
 /** Identity headers the gateway sets; client copies are removed first. */
-const CLIENT_AUTH_HEADERS = ["x-auth-subject", "x-auth-client-id", "x-auth-scope"] as const;
+const CLIENT_AUTH_HEADERS = [
+  "x-auth-subject",
+  "x-auth-client-id",
+  "x-auth-scope",
+  "x-client-cert-subject",
+] as const;
 
 /** Settings of the configuration that shape the upstream request. */
 export interface UpstreamRequestSettings {
@@ -43,6 +48,7 @@ export function prepareUpstreamRequest(
   if (info.sub !== undefined) h["x-auth-subject"] = info.sub;
   if (info.clientId !== undefined) h["x-auth-client-id"] = info.clientId;
   if (info.scope.length > 0) h["x-auth-scope"] = info.scope.join(" ");
+  if (facts.clientCertSubject !== null) h["x-client-cert-subject"] = facts.clientCertSubject;
   if (!settings.forwardAuthorization) delete h.authorization;
   h["x-request-id"] = requestId;
   setForwardedHeaders(h, facts.peerAddress, facts.secure, settings.trustProxy);

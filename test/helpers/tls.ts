@@ -19,8 +19,15 @@ export interface TestPki {
   ca: Buffer;
   serverCert: Buffer;
   serverKey: Buffer;
+  /**
+   * Signs another server certificate (same names, a new serial) with the CA.
+   * @returns the paths of its certificate and key
+   */
+  issueServer(name: string): { certFile: string; keyFile: string };
   remove(): void;
 }
+
+const SERVER_EXT = "subjectAltName=DNS:localhost,IP:127.0.0.1\nextendedKeyUsage=serverAuth\n";
 
 function openssl(dir: string, ...args: string[]): void {
   execFileSync("openssl", args, { cwd: dir, stdio: ["ignore", "ignore", "pipe"] });
@@ -83,8 +90,8 @@ export function createPki(): TestPki {
       `${name}.ext`,
     );
   };
-  leaf("server", "/CN=localhost", "subjectAltName=DNS:localhost,IP:127.0.0.1\nextendedKeyUsage=serverAuth\n");
-  leaf("client", "/CN=gateway/O=Gateway Tests", "extendedKeyUsage=clientAuth\n");
+  leaf("server", "/CN=localhost", SERVER_EXT);
+  leaf("client", "/O=Gateway Tests/CN=gateway", "extendedKeyUsage=clientAuth\n");
   const file = (n: string) => path.join(dir, n);
   return {
     dir,
@@ -96,6 +103,10 @@ export function createPki(): TestPki {
     ca: readFileSync(file("ca.crt")),
     serverCert: readFileSync(file("server.crt")),
     serverKey: readFileSync(file("server.key")),
+    issueServer(name: string) {
+      leaf(name, "/CN=localhost", SERVER_EXT);
+      return { certFile: file(`${name}.crt`), keyFile: file(`${name}.key`) };
+    },
     remove: () => rmSync(dir, { recursive: true, force: true }),
   };
 }

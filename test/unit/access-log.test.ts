@@ -71,6 +71,7 @@ function expected(f: Fields): Omit<AccessLine, "time"> {
     identity: f.identity === "" ? null : f.identity,
     remaining: f.remaining,
     clientIp: f.clientIp,
+    protocol: "1.1",
   };
   if (f.status === 499) line.aborted = true;
   return { ...line, msg: "request" };

@@ -1,0 +1,147 @@
+/**
+ * What every transport writer shares: it opens a request's scope, hands the request's facts to the
+ * core (`pipeline.ts`), and writes the outcome — a gateway response, or a proxied exchange on the
+ * upstream client, whose head and failures come back through {@link UpstreamSink}. Subclasses
+ * (`http1.ts`, `http2.ts`) are the only code that knows their `node:` server objects; they add what
+ * their protocol needs (HTTP/1.1: `Connection`, upgrades, parser refusals; HTTP/2: pseudo-headers,
+ * no connection-specific fields).
+ */
+import { randomUUID } from "node:crypto";
+import { performance } from "node:perf_hooks";
+import type { Logger } from "pino";
+import type { Clock } from "../clock.js";
+import { ERROR_CATALOG, type ErrorCode } from "../errors.js";
+import type { ClientProtocol, HeaderMap, RequestFacts } from "../facts.js";
+import type { GatewayMetrics, UpstreamErrorReason } from "../observability/metrics.js";
+import type { Outcome } from "../outcome.js";
+import type { Pipeline } from "../pipeline.js";
+import type { ProxyRequest, ResponseTarget, UpstreamSink } from "../proxy/sink.js";
+import { errorResponse, jsonResponse, preflightResponse, type GatewayResponse } from "../responses.js";
+import type { Runtime } from "../runtime.js";
+import { RequestScope, SCOPE, type FinishObserver } from "../scope.js";
+
+/** A transport's object carrying the request's scope. */
+export type Scoped<T> = T & { [SCOPE]?: RequestScope };
+
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+/** Dependencies of a writer. */
+export interface WriterDeps {
+  pipeline: Pipeline;
+  clock: Clock;
+  metrics: GatewayMetrics;
+  logger: Logger;
+  /** Told of every request's end, in order (metrics, access line, ...). */
+  observers: readonly FinishObserver[];
+  /** The runtime new requests start on. */
+  runtime: () => Runtime;
+}
+
+/** The shared part of the transport writers. */
+export abstract class Writer<Res extends ResponseTarget> implements UpstreamSink {
+  protected readonly d: WriterDeps;
+
+  constructor(deps: WriterDeps) {
+    this.d = deps;
+  }
+
+  /** Writes a gateway response on `res` (status, fields, body) as the protocol wants. */
+  protected abstract send(res: Res, r: GatewayResponse): void;
+
+  /** Writes the upstream's head on `res`; `headers` already carry the gateway's fields. */
+  protected abstract writeHead(res: Res, status: number, message: string, headers: HeaderMap): void;
+
+  /** {@link UpstreamSink}: the upstream's head, decorated, then written. */
+  responseHead(
+    req: ProxyRequest,
+    res: ResponseTarget,
+    status: number,
+    message: string,
+    headers: HeaderMap,
+    upstream: string,
+  ): void {
+    const scope = (req as Scoped<ProxyRequest>)[SCOPE];
+    if (scope !== undefined) this.d.pipeline.upstreamHead(scope, headers, upstream);
+    this.writeHead(res as Res, status, message, headers);
+  }
+
+  /** {@link UpstreamSink}: 502/504 while the response has not started, else a cut stream. */
+  upstreamError(req: ProxyRequest, res: ResponseTarget, reason: UpstreamErrorReason, upstream: string): void {
+    this.d.metrics.upstreamErrors.inc({ upstream, reason });
+    const scope = (req as Scoped<ProxyRequest>)[SCOPE];
+    if (scope !== undefined && !res.headersSent) {
+      this.send(res as Res, errorResponse(scope, upstreamErrorCode(reason), this.d.clock.nowMs()));
+      return;
+    }
+    // The client must see a broken stream, not a short body; the exchange is logged and counted as
+    // the upstream's failure, not as a client abort.
+    if (scope !== undefined) {
+      const code = upstreamErrorCode(reason);
+      scope.errorCode = code;
+      scope.finish(ERROR_CATALOG[code].status, performance.now());
+    }
+    res.destroy();
+  }
+
+  /** A new request's scope, on the runtime new requests start on. */
+  protected open(
+    id: string | string[] | undefined,
+    method: string | undefined,
+    protocol: ClientProtocol,
+  ): RequestScope {
+    const scope = new RequestScope(
+      typeof id === "string" && REQUEST_ID.test(id) ? id : randomUUID(),
+      method ?? "GET",
+      protocol,
+      performance.now(),
+      this.d.runtime(),
+      this.d.observers,
+    );
+    this.d.metrics.inflight.inc();
+    return scope;
+  }
+
+  /** Runs the core and writes its outcome on `res`. */
+  protected async serve(
+    req: ProxyRequest,
+    res: Res,
+    scope: RequestScope,
+    facts: RequestFacts,
+    hasBody: boolean,
+  ): Promise<void> {
+    const outcome = await this.decide(scope, facts);
+    const now = this.d.clock.nowMs();
+    if (outcome === null) return this.send(res, errorResponse(scope, "bad_gateway", now));
+    switch (outcome.kind) {
+      case "error":
+        return this.send(res, errorResponse(scope, outcome.code, now));
+      case "status":
+        return this.send(res, jsonResponse(scope, outcome.body, now));
+      case "preflight":
+        return this.send(res, preflightResponse(scope, now));
+      case "proxy":
+        scope.upstreamStartMs = performance.now();
+        outcome.upstream.forward(req, res, scope.method, outcome.path, outcome.headers, hasBody, this);
+    }
+  }
+
+  /** The core's outcome, or null when it failed unexpectedly (logged; answered 502). */
+  protected async decide(scope: RequestScope, facts: RequestFacts): Promise<Outcome | null> {
+    try {
+      return await this.d.pipeline.run(scope, facts);
+    } catch (err) {
+      this.d.logger.error({ err, reqId: scope.requestId }, "request pipeline failed");
+      return null;
+    }
+  }
+}
+
+/** The catalogue code of an upstream failure: 504 for a timeout, else 502. */
+export function upstreamErrorCode(reason: UpstreamErrorReason): ErrorCode {
+  return reason === "timeout" ? "gateway_timeout" : "bad_gateway";
+}
+
+/** `close` listener of a response: the observers are told, with 499 when the client went first. */
+export function onResponseClose(this: Scoped<ResponseTarget & { statusCode: number }>): void {
+  this[SCOPE]?.finish(this.writableFinished ? this.statusCode : 499, performance.now());
+}

@@ -171,6 +171,14 @@ function toProblem(issue: z.core.$ZodIssue, raw: unknown): ConfigProblem {
       message: `unknown key${issue.keys.length > 1 ? "s" : ""} ${issue.keys.map((k) => `"${k}"`).join(", ")}`,
     };
   }
+  if (issue.code === "invalid_key") {
+    // A record key the key schema refused (a class or plan name): say what a name must be.
+    const key = segments[segments.length - 1];
+    return {
+      path: formatPath(segments),
+      message: `${issue.issues.map((i) => i.message).join("; ")}, received ${describeValue(String(key))}`,
+    };
+  }
   const received = valueAt(raw, segments);
   const message =
     received === undefined

@@ -58,7 +58,10 @@ function windowsOf(ws: Windows): WindowSpec[] {
 
 /**
  * One policy. Item names of `RateLimit-Policy`: the class, suffixed with the window length when the
- * class has several (`"write-1s";q=10;w=1, "write-3600s";q=1000;w=3600`).
+ * class has several (`"write-1s";q=10;w=1, "write-3600s";q=1000;w=3600`); a plan's policy describes
+ * the plan's windows under the same names.
+ * @param windows - the class's windows, or the plan's where it names the class
+ * @param plan - the plan these windows belong to, or null (no plan, the anonymous class)
  */
 export function resolvePolicy(
   className: string,

@@ -78,8 +78,9 @@ export class PlanResolver<P> {
 
   /**
    * The caller's plan: the first `consumers` entry whose every given field equals the token's;
-   * else the plan named by the claim; else the fallback. A claim that is present (not undefined or
-   * null) but not a configured plan's name is treated as absent and flagged `claimUnknown`.
+   * else the plan named by the claim; else the fallback. A claim member that is present but not a
+   * string naming a configured plan (SPEC §10: JSON `null` included) is treated as absent and
+   * flagged `claimUnknown`.
    */
   resolve(info: TokenInfo): PlanChoice<P> {
     const { sub, clientId } = info;
@@ -92,7 +93,7 @@ export class PlanResolver<P> {
     if (best !== undefined) return best.choice;
     if (this.claim === undefined) return this.fallback;
     const value = info.claims?.[this.claim];
-    if (value === undefined || value === null) return this.fallback;
+    if (value === undefined) return this.fallback;
     return (typeof value === "string" ? this.byName.get(value) : undefined) ?? this.fallbackUnknown;
   }
 }

@@ -70,8 +70,8 @@ describe("PlanResolver", () => {
     expect(planOf(token({ sub: "carol", plan: 7 }))).toBe("free (claim unknown)");
     expect(planOf(token({ sub: "carol", plan: ["pro"] }))).toBe("free (claim unknown)");
     expect(planOf(token({ sub: "carol", plan: "" }))).toBe("free (claim unknown)");
-    // JSON null is "no value", as an absent member.
-    expect(planOf(token({ sub: "carol", plan: null }))).toBe("free");
+    // SPEC §10: any value that is not a string naming a plan, JSON null included.
+    expect(planOf(token({ sub: "carol", plan: null }))).toBe("free (claim unknown)");
     // A consumer entry decides before the claim is read: nothing to count.
     expect(planOf(token({ sub: "user-123", plan: "gold" }))).toBe("pro");
   });
@@ -88,6 +88,7 @@ describe("PlanResolver", () => {
     expect(planOfReply({ plan: "pro" })).toBe("pro");
     expect(planOfReply({ plan: { name: "pro" } })).toBe("free (claim unknown)");
     expect(planOfReply({ tier: "pro" })).toBe("free");
+    expect(planOfReply({ plan: null })).toBe("free (claim unknown)");
     expect(toTokenInfo({ active: true, plan: "pro", tier: "x" }, ["plan"]).claims).toEqual({ plan: "pro" });
     expect(toTokenInfo({ active: true, plan: "pro" }).claims).toBeUndefined();
   });

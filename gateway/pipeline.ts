@@ -3,8 +3,9 @@
  * outcome (plain data) and never writes a byte; the transport writers (`transport/`) do.
  *
  *   scope (by the transport) → normalise → route → classify → authenticate (the chain, and the
- *   anonymous-budget guard on a miss) → rate-limit → scope check → outcome: proxy, status or error
- *   → (transport) write, decorate headers → finish observers: metrics, access line
+ *   anonymous-budget guard on a miss) → plan (prepared lookups, SPEC §10) → rate-limit → scope
+ *   check → outcome: proxy, status or error → (transport) write, decorate headers → finish
+ *   observers: metrics, access line
  *
  * Failure branches: a malformed target, a bad `Host` (400) or no route (404) and every failed
  * authentication (400/401) are counted in the anonymous class by client IP; an unknown token is
@@ -27,7 +28,7 @@ import { prepareUpstreamRequest } from "./proxy/upstream-request.js";
 import { rateLimitHeaders } from "./ratelimit/headers.js";
 import { identityOf, ipKey } from "./ratelimit/identity.js";
 import type { Decision } from "./ratelimit/limiter.js";
-import type { ResolvedPolicy } from "./ratelimit/policy.js";
+import type { PlanPolicies, ResolvedPolicy } from "./ratelimit/policy.js";
 import { normalizeTarget } from "./routing/normalize.js";
 import { addGatewayFields } from "./responses.js";
 import type { RequestScope } from "./scope.js";
@@ -76,17 +77,22 @@ export class Pipeline {
     const route = statusPath === target.matchPath ? null : rt.routes.match(target.matchPath);
     if (route === undefined) return this.rejectAnonymous(scope, "not_found");
     scope.route = route;
-    const policy = rt.policies.byClass.get(rt.classifier.classify(scope.method, target.matchPath))!;
+    const className = rt.classifier.classify(scope.method, target.matchPath);
 
     const info = await this.authenticate(scope, facts.headers.authorization as string | undefined);
     if (!isTokenInfo(info)) return info;
+    // Resolved per request from the token's fields, so a reload's plans apply to cached tokens too.
+    const choice = rt.policies.resolver.resolve(info);
+    if (choice.claimUnknown) this.hot.planClaimUnknown();
+    const plan = choice.plan;
+    const policy = plan.byClass.get(className)!;
     const identity = identityOf(info, policy.identity, scope.tokenHash);
     scope.identity = identity.value;
     scope.identityKey = identity.key;
     // Counted once per authenticated call, whatever follows (429, 503, /rate_limit included).
     const scoped = route === null || hasScopes(info, route.scopes);
     this.hot.authResult(scoped ? "valid" : "insufficient_scope");
-    if (route === null) return this.statusEndpoint(scope, policy, info);
+    if (route === null) return this.statusEndpoint(scope, policy, info, plan);
 
     const decision = await this.consume(scope, policy, identity.key);
     if (decision === null) return errorOutcome("ratelimit_unavailable");
@@ -242,7 +248,7 @@ export class Pipeline {
         : policy.mode === "shadow"
           ? "shadow_limited"
           : "limited";
-    this.hot.decision(policy.className, outcome);
+    this.hot.decision(policy.className, policy.plan ?? "none", outcome);
   }
 
   private useDecision(scope: RequestScope, policy: ResolvedPolicy, decision: Decision): void {
@@ -252,14 +258,15 @@ export class Pipeline {
     scope.headers = rateLimitHeaders(decision, policy);
   }
 
-  /** `GET /rate_limit` (SPEC §8): every class peeked for the caller, none counted. */
+  /** `GET /rate_limit` (SPEC §8, §10): every class of the caller's plan peeked, none counted. */
   private async statusEndpoint(
     scope: RequestScope,
     policy: ResolvedPolicy,
     info: TokenInfo,
+    plan: PlanPolicies,
   ): Promise<Outcome> {
     const limiter = scope.runtime.limiter.limiter;
-    const entries = [...scope.runtime.policies.byClass.values()];
+    const entries = [...plan.byClass.values()];
     let decisions: Decision[];
     try {
       decisions = await Promise.all(
@@ -271,7 +278,7 @@ export class Pipeline {
       return errorOutcome("ratelimit_unavailable");
     }
     this.useDecision(scope, policy, decisions[entries.indexOf(policy)]!);
-    return { kind: "status", body: statusBody(entries, decisions) };
+    return { kind: "status", body: statusBody(entries, decisions, plan.name) };
   }
 }
 

@@ -50,9 +50,14 @@ export interface Runtime {
   readonly cors: CorsPolicy | null;
 }
 
-/** The chain of `auth`: the static file or RFC 7662 introspection, each behind its token cache. */
+/**
+ * The chain of `auth`: the static file or RFC 7662 introspection, each behind its token cache.
+ * Sources keep the token members named by `rate_limits.plan_claim` in `TokenInfo.claims`.
+ */
 function authenticatorsOf(config: GatewayConfig, deps: RuntimeDeps): Authenticator[] {
   const i = config.auth.introspection;
+  const claim = config.rate_limits.plan_claim;
+  const claimNames = claim === undefined ? [] : [claim];
   let source: IntrospectionSource;
   if (i !== undefined) {
     source = new IntrospectionClient({
@@ -61,9 +66,10 @@ function authenticatorsOf(config: GatewayConfig, deps: RuntimeDeps): Authenticat
       clientSecret: i.client_secret,
       timeoutMs: i.timeout_ms,
       metrics: deps.metrics,
+      claimNames,
     });
   } else {
-    source = new StaticTokenSource(config.auth.static!.tokens_file, deps.baseDir);
+    source = new StaticTokenSource(config.auth.static!.tokens_file, deps.baseDir, claimNames);
   }
   const cache = new TokenCache({
     source,
@@ -88,9 +94,14 @@ export function buildRuntime(
   upgradeSink: UpgradeSink,
   previous?: Runtime,
 ): Runtime {
-  // A static file is re-read on every reload (its content may have changed).
+  // A static file is re-read on every reload (its content may have changed). Cached tokens hold
+  // the plan claim's member, not a plan: only renaming `plan_claim` needs them introspected again;
+  // new plans and consumers apply to them at once (the plan is resolved per request).
   const keepAuth =
-    previous !== undefined && same(previous.config.auth, config.auth) && config.auth.static === undefined;
+    previous !== undefined &&
+    same(previous.config.auth, config.auth) &&
+    previous.config.rate_limits.plan_claim === config.rate_limits.plan_claim &&
+    config.auth.static === undefined;
   const keepLimiter =
     previous !== undefined &&
     same(previous.config.rate_limits.store, config.rate_limits.store) &&

@@ -1,6 +1,7 @@
 /**
- * `GET /rate_limit` (SPEC §8), shaped like GitHub's: the caller's status in every class, counted in
- * none. `{"resources":{"<class>":{"limit":N,"remaining":N,"reset":EPOCH_S,"used":N}}}`.
+ * `GET /rate_limit` (SPEC §8, §10), shaped like GitHub's: the caller's status in every class under
+ * its plan's windows, counted in none, and the plan's name.
+ * `{"resources":{"<class>":{"limit":N,"remaining":N,"reset":EPOCH_S,"used":N}},"plan":"pro"}`.
  */
 import type { Decision, LimitPolicy } from "./ratelimit/limiter.js";
 
@@ -12,8 +13,15 @@ export interface ResourceStatus {
   used: number;
 }
 
-/** Builds the JSON body from peeked decisions (same order as `policies`). */
-export function statusBody(policies: readonly LimitPolicy[], decisions: readonly Decision[]): string {
+/**
+ * Builds the JSON body from peeked decisions (same order as `policies`).
+ * @param plan - the caller's plan, or null (`"plan":null`)
+ */
+export function statusBody(
+  policies: readonly LimitPolicy[],
+  decisions: readonly Decision[],
+  plan: string | null,
+): string {
   const resources: Record<string, ResourceStatus> = {};
   policies.forEach((p, i) => {
     const d = decisions[i]!;
@@ -24,5 +32,5 @@ export function statusBody(policies: readonly LimitPolicy[], decisions: readonly
       used: d.limit - d.remaining,
     };
   });
-  return JSON.stringify({ resources });
+  return JSON.stringify({ resources, plan });
 }

@@ -4,7 +4,12 @@
  * {@link IntrospectionUnavailableError} so the token cache can decide between stale and 503.
  */
 import { Pool } from "undici";
-import { IntrospectionUnavailableError, type IntrospectionSource, type TokenInfo } from "./types.js";
+import {
+  IntrospectionUnavailableError,
+  pickClaims,
+  type IntrospectionSource,
+  type TokenInfo,
+} from "./types.js";
 import type { GatewayMetrics } from "../observability/metrics.js";
 
 /** Milliseconds. */
@@ -29,6 +34,11 @@ export interface IntrospectionClientOptions {
   timeoutMs: Milliseconds;
   /** Receives `introspectionRequests{result}` and `introspectionDuration` (s). */
   metrics: GatewayMetrics;
+  /**
+   * Extension members of the response (RFC 7662 §2.2) kept in {@link TokenInfo.claims}: the
+   * `rate_limits.plan_claim` name when configured. @default [] (none)
+   */
+  claimNames?: readonly string[];
 }
 
 /**
@@ -53,6 +63,7 @@ export class IntrospectionClient implements IntrospectionSource {
   readonly #authorization: string;
   readonly #timeoutMs: Milliseconds;
   readonly #metrics: GatewayMetrics;
+  readonly #claimNames: readonly string[];
 
   /** @throws TypeError when `url` is not a valid URL */
   constructor(opts: IntrospectionClientOptions) {
@@ -63,6 +74,7 @@ export class IntrospectionClient implements IntrospectionSource {
     ).toString("base64")}`;
     this.#timeoutMs = opts.timeoutMs;
     this.#metrics = opts.metrics;
+    this.#claimNames = opts.claimNames ?? [];
     this.#pool = new Pool(url.origin, {
       connections: MAX_CONNECTIONS,
       connect: { timeout: opts.timeoutMs },
@@ -132,7 +144,7 @@ export class IntrospectionClient implements IntrospectionSource {
     } catch (err) {
       throw this.#classify(err, signal);
     }
-    return toTokenInfo(reply);
+    return toTokenInfo(reply, this.#claimNames);
   }
 
   #classify(err: unknown, signal: AbortSignal): IntrospectionUnavailableError {
@@ -166,9 +178,12 @@ function invalid(what: string): IntrospectionUnavailableError {
 /**
  * Maps an RFC 7662 §2.2 reply to {@link TokenInfo}. Fields of the wrong type make the whole reply
  * unusable rather than being ignored: a gateway must not trust a token whose `exp` it cannot read.
+ * Extension members named in `claimNames` are kept as sent, whatever their type (§2.2 allows any
+ * member; the plan resolver ignores and counts a plan claim that is not a plan's name).
+ * @param claimNames - members to keep in `claims` (e.g. `["plan"]`)
  * @throws IntrospectionUnavailableError reason `invalid_response`
  */
-export function toTokenInfo(reply: unknown): TokenInfo {
+export function toTokenInfo(reply: unknown, claimNames: readonly string[] = []): TokenInfo {
   if (typeof reply !== "object" || reply === null || Array.isArray(reply)) {
     throw invalid("not a JSON object");
   }
@@ -191,5 +206,7 @@ export function toTokenInfo(reply: unknown): TokenInfo {
   if (clientId !== undefined) info.clientId = clientId;
   if (username !== undefined) info.username = username;
   if (typeof exp === "number") info.exp = exp;
+  const claims = pickClaims(r, claimNames);
+  if (claims !== undefined) info.claims = claims;
   return info;
 }

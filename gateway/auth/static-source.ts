@@ -8,7 +8,7 @@ import { readFileSync } from "node:fs";
 import path from "node:path";
 import { LineCounter, isMap, isNode, isScalar, parseDocument } from "yaml";
 import { z } from "zod";
-import { hashToken, INACTIVE, type IntrospectionSource, type TokenInfo } from "./types.js";
+import { hashToken, INACTIVE, pickClaims, type IntrospectionSource, type TokenInfo } from "./types.js";
 
 const HASHED_KEY = /^sha256:([0-9a-fA-F]{64})$/;
 
@@ -25,22 +25,44 @@ const entrySchema = z.strictObject({
   exp: z.int().nonnegative({ error: "expected epoch seconds (a non-negative integer)" }).optional(),
 });
 
-const fileSchema = z.record(
-  z
-    .string()
-    .min(1)
-    .refine((k) => !k.startsWith("sha256:") || HASHED_KEY.test(k), {
-      error: "expected sha256: followed by 64 hex digits",
-    }),
-  entrySchema,
-  { error: (iss) => (iss.code === "invalid_type" ? "expected a mapping of token to fields" : undefined) },
-);
+/**
+ * The file's schema: entries accept, besides the fields above, each of `claimNames` (the
+ * `rate_limits.plan_claim` field, SPEC §10) as a string.
+ */
+function fileSchemaOf(claimNames: readonly string[]) {
+  const extra = claimNames.filter((n) => !Object.hasOwn(entrySchema.shape, n));
+  // Typed as the base entry: the extra fields are read only through `pickClaims`.
+  const entry = entrySchema.extend(
+    Object.fromEntries(
+      extra.map((n) => [
+        n,
+        z
+          .string({ error: "expected a plan name (a string)" })
+          .min(1, { error: "expected a plan name (a string)" })
+          .optional(),
+      ]),
+    ),
+  ) as unknown as typeof entrySchema;
+  return {
+    entry,
+    file: z.record(
+      z
+        .string()
+        .min(1)
+        .refine((k) => !k.startsWith("sha256:") || HASHED_KEY.test(k), {
+          error: "expected sha256: followed by 64 hex digits",
+        }),
+      entry,
+      { error: (iss) => (iss.code === "invalid_type" ? "expected a mapping of token to fields" : undefined) },
+    ),
+  };
+}
 
 /** One zod issue as `message`, with the nested key issue or the unknown field names spelled out. */
-function issueMessage(issue: z.core.$ZodIssue): string {
+function issueMessage(issue: z.core.$ZodIssue, known: readonly string[]): string {
   if (issue.code === "invalid_key") return issue.issues.map((i) => i.message).join("; ");
   if (issue.code === "unrecognized_keys") {
-    return `unknown field ${issue.keys.join(", ")} (known: ${Object.keys(entrySchema.shape).join(", ")})`;
+    return `unknown field ${issue.keys.join(", ")} (known: ${known.join(", ")})`;
   }
   return issue.message;
 }
@@ -91,11 +113,13 @@ export class TokensFileError extends Error {
 /**
  * Reads and validates a tokens file.
  * @param file - path of the YAML file
+ * @param claimNames - extra fields an entry may carry, kept in {@link TokenInfo.claims} (the
+ *   `rate_limits.plan_claim` name when configured)
  * @returns token SHA-256 hex (lower case) → frozen {@link TokenInfo}
  * @throws TokensFileError naming the file and every bad entry and field (`tokens.yaml: "dev-…".scope:
  *   ...`), when the file cannot be read, is not YAML, does not match the shape, or lists a token twice
  */
-export function loadStaticTokens(file: string): Map<string, TokenInfo> {
+export function loadStaticTokens(file: string, claimNames: readonly string[] = []): Map<string, TokenInfo> {
   const lineCounter = new LineCounter();
   let text: string;
   try {
@@ -133,7 +157,8 @@ export function loadStaticTokens(file: string): Map<string, TokenInfo> {
       seen.add(value);
     }
   }
-  const parsed = fileSchema.safeParse(doc.toJS() ?? {});
+  const schema = fileSchemaOf(claimNames);
+  const parsed = schema.file.safeParse(doc.toJS() ?? {});
   if (!parsed.success) {
     throw new TokensFileError(
       file,
@@ -141,7 +166,11 @@ export function loadStaticTokens(file: string): Map<string, TokenInfo> {
         const [key, ...rest] = issue.path;
         if (key === undefined) return { message: issue.message };
         const entry = describeKey(String(key)) + rest.map((p) => `.${String(p)}`).join("");
-        return { entry, message: issueMessage(issue), ...lineOf(issue.path) };
+        return {
+          entry,
+          message: issueMessage(issue, Object.keys(schema.entry.shape)),
+          ...lineOf(issue.path),
+        };
       }),
     );
   }
@@ -161,6 +190,8 @@ export function loadStaticTokens(file: string): Map<string, TokenInfo> {
     if (e.client_id !== undefined) info.clientId = e.client_id;
     if (e.username !== undefined) info.username = e.username;
     if (e.exp !== undefined) info.exp = e.exp;
+    const claims = pickClaims(e as Record<string, unknown>, claimNames);
+    if (claims !== undefined) info.claims = claims;
     tokens.set(hash, Object.freeze(info));
   }
   return tokens;
@@ -171,7 +202,7 @@ export function loadStaticTokens(file: string): Map<string, TokenInfo> {
  * `exp` is reported as written; the token cache treats an active answer past `exp` as inactive.
  *
  * @example
- * // tokens.yaml:  dev-token: { sub: alice, scope: "read write" }
+ * // tokens.yaml:  dev-token: { sub: alice, scope: "read write", plan: pro }   (plan_claim: plan)
  * const source = new StaticTokenSource("tokens.yaml", configDir);
  */
 export class StaticTokenSource implements IntrospectionSource {
@@ -180,10 +211,11 @@ export class StaticTokenSource implements IntrospectionSource {
   /**
    * @param tokensFile - the YAML file, absolute or relative to `baseDir`
    * @param baseDir - directory of the configuration file
+   * @param claimNames - extra fields an entry may carry (see {@link loadStaticTokens})
    * @throws TokensFileError from {@link loadStaticTokens}
    */
-  constructor(tokensFile: string, baseDir: string = process.cwd()) {
-    this.#tokens = loadStaticTokens(path.resolve(baseDir, tokensFile));
+  constructor(tokensFile: string, baseDir: string = process.cwd(), claimNames: readonly string[] = []) {
+    this.#tokens = loadStaticTokens(path.resolve(baseDir, tokensFile), claimNames);
   }
 
   /** @returns the entry for `token`; `{ active: false, scope: [] }` when it is not listed */

@@ -1,7 +1,44 @@
 /** Human summary of a configuration, printed by `gateway check`. */
 import type { GatewayConfig } from "./schema.js";
 
-/** @returns a multi-line text listing routes (longest prefix first) and limit classes in match order */
+const windowsText = (ws: readonly { limit: number; window_s: number }[]): string =>
+  ws.map((w) => `${w.limit}/${w.window_s}s`).join(" + ");
+
+/**
+ * Each plan's effective windows per class (SPEC §10): the plan's own where it names the class,
+ * else the class's.
+ */
+function describePlans(config: GatewayConfig): string[] {
+  const rl = config.rate_limits;
+  const plans = Object.entries(rl.plans);
+  if (plans.length === 0) return ["plans: none (every caller gets the classes' windows)"];
+  const order = [
+    rl.consumers.length > 0 ? `a consumers entry (${rl.consumers.length})` : undefined,
+    rl.plan_claim === undefined ? undefined : `the "${rl.plan_claim}" claim`,
+    rl.default_plan === undefined ? "no plan" : `default_plan "${rl.default_plan}"`,
+  ].filter((x) => x !== undefined);
+  const lines = [`plans (a caller's plan: ${order.join(", then ")}):`];
+  for (const [name, overrides] of plans) {
+    const counted = rl.consumers.filter((c) => c.plan === name).length;
+    const notes = [
+      name === rl.default_plan ? "default_plan" : undefined,
+      counted > 0 ? `${counted} consumers` : undefined,
+    ].filter((x) => x !== undefined);
+    lines.push(`  ${name}${notes.length > 0 ? ` (${notes.join(", ")})` : ""}`);
+    for (const [cls, c] of Object.entries(rl.classes)) {
+      const own = overrides[cls];
+      lines.push(
+        `    ${cls.padEnd(12)} ${windowsText(own ?? c.windows).padEnd(20)} ${own === undefined ? "(class)" : "(plan)"}`,
+      );
+    }
+  }
+  return lines;
+}
+
+/**
+ * @returns a multi-line text listing routes (longest prefix first), limit classes in match order
+ *   and each plan's effective windows
+ */
 export function describeConfig(config: GatewayConfig): string {
   const lines: string[] = ["routes (longest prefix wins):"];
   const routes = [...config.routes].sort((a, b) => b.prefix.length - a.prefix.length);
@@ -14,13 +51,15 @@ export function describeConfig(config: GatewayConfig): string {
     const match = [c.match.methods?.join(",") ?? "any method", c.match.paths?.join(" ") ?? "any path"].join(
       " ",
     );
-    const windows = c.windows.map((w) => `${w.limit}/${w.window_s}s`).join(" + ");
+    const identity = c.identity ?? config.rate_limits.identity;
     lines.push(
-      `  ${name.padEnd(12)} ${windows.padEnd(20)} ${c.algorithm}${c.mode === "shadow" ? " (shadow)" : ""}  match: ${match}`,
+      `  ${name.padEnd(12)} ${windowsText(c.windows).padEnd(20)} ${c.algorithm}${c.mode === "shadow" ? " (shadow)" : ""}` +
+        `  per ${identity}  match: ${match}`,
     );
   }
-  const anon = config.rate_limits.anonymous.windows.map((w) => `${w.limit}/${w.window_s}s`).join(" + ");
-  lines.push(`  ${"anonymous".padEnd(12)} ${anon.padEnd(20)} by client IP`);
+  const anon = windowsText(config.rate_limits.anonymous.windows);
+  lines.push(`  ${"anonymous".padEnd(12)} ${anon.padEnd(20)} per client IP`);
+  lines.push(...describePlans(config));
   const redis = config.rate_limits.store.redis;
   const store =
     redis === undefined

@@ -20,7 +20,8 @@ export function checkFiles(config: GatewayConfig, baseDir: string): ConfigFindin
   if (file === undefined) return [];
   const resolved = path.resolve(baseDir, file);
   try {
-    loadStaticTokens(resolved);
+    const claim = config.rate_limits.plan_claim;
+    loadStaticTokens(resolved, claim === undefined ? [] : [claim]);
     return [];
   } catch (err) {
     if (!(err instanceof TokensFileError)) throw err;

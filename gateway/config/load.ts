@@ -201,6 +201,17 @@ function toProblems(issue: z.core.$ZodIssue, raw: unknown): Found[] {
       return { path, segments: [...segments, key], atKey: true, message: `unknown key "${key}"${hint}` };
     });
   }
+  if (issue.code === "invalid_key") {
+    // A record key the key schema refused (a class or plan name): say what a name must be.
+    const key = segments[segments.length - 1];
+    return [
+      {
+        path,
+        segments,
+        message: `${issue.issues.map((i) => i.message).join("; ")}, received ${describeValue(String(key))}`,
+      },
+    ];
+  }
   const received = valueAt(raw, segments);
   const message =
     received === undefined

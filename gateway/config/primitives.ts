@@ -1,19 +1,25 @@
-/** Value schemas shared by the configuration's blocks, each with the message a user sees. */
+/**
+ * Small zod schemas shared by the configuration's parts, each with the message a user sees for a
+ * wrong value ("expected a positive integer").
+ */
 import { z } from "zod";
 
-/** A positive integer. */
+/** An integer > 0. */
 export const positiveInt = z
   .int({ error: "expected a positive integer" })
   .positive({ error: "expected a positive integer" });
-/** A non-negative integer. */
+
+/** An integer >= 0. */
 export const nonNegativeInt = z
   .int({ error: "expected a non-negative integer" })
   .nonnegative({ error: "expected a non-negative integer" });
-/** A TCP port; 0 picks a free one. */
+
+/** A TCP port, 0 (pick a free one) to 65535. */
 export const port = z
   .int({ error: "expected a port number (0-65535)" })
   .min(0, { error: "expected a port number (0-65535)" })
   .max(65535, { error: "expected a port number (0-65535)" });
+
 /** An HTTP method name, upper-cased. */
 export const httpMethod = z
   .string()

@@ -2,14 +2,15 @@
  * The one configuration schema (SPEC §7). Every key has its default and its description beside it;
  * `config/gateway.example.yaml` and the README's reference are written from this file.
  *
- * Cross-field checks (a route naming an unknown upstream, a default class that does not exist)
- * live in {@link gatewayConfigSchema}'s `superRefine` so that they are reported together with the
- * shape errors, each with its key path.
+ * Cross-field checks (a route naming an unknown upstream) live in {@link gatewayConfigSchema}'s
+ * `superRefine` so that they are reported together with the shape errors, each with its key path;
+ * those of `rate_limits` (unknown default class, plans) in `rate-limits-schema.ts`.
  */
 import { z } from "zod";
 import { corsSchema } from "./cors-schema.js";
+import { nonNegativeInt, port, positiveInt } from "./primitives.js";
+import { rateLimitsSchema } from "./rate-limits-schema.js";
 import { listenTlsSchema } from "./tls-schema.js";
-import { httpMethod, nonNegativeInt, port, positiveInt } from "./primitives.js";
 
 const listenerSchema = (defaultPort: number) =>
   z.strictObject({
@@ -121,85 +122,6 @@ const authSchema = z
     }
   });
 
-const windowSchema = z.strictObject({
-  limit: positiveInt.describe("Requests admitted per window."),
-  window_s: positiveInt.describe("Window length (s)."),
-});
-
-const windowsSchema = z.array(windowSchema).min(1, { error: "expected at least one window" });
-
-const classSchema = z.strictObject({
-  match: z
-    .strictObject({
-      methods: z.array(httpMethod).min(1).optional().describe("HTTP methods; any when absent."),
-      paths: z
-        .array(z.string().regex(/^\//, { error: "expected a path pattern starting with /" }))
-        .min(1)
-        .optional()
-        .describe("Path patterns; `*` is one segment; a pattern covers everything below it."),
-    })
-    .default({}),
-  algorithm: z
-    .enum(["sliding_window", "sliding_log"])
-    .default("sliding_window")
-    .describe("sliding_window: weighted counters, constant memory; sliding_log: exact."),
-  mode: z.enum(["enforce", "shadow"]).default("enforce").describe("shadow: count and report, never reject."),
-  windows: windowsSchema,
-});
-
-const redisSchema = z
-  .strictObject({
-    url: z.string().optional().describe("Standalone: redis://[:password@]host:port[/db]."),
-    cluster: z.array(z.string()).min(1).optional().describe("Cluster seed nodes (redis:// URLs)."),
-    sentinels: z.array(z.string()).min(1).optional().describe("Sentinel addresses (redis:// URLs)."),
-    name: z.string().optional().describe("Sentinel master name."),
-    password: z.string().optional().describe("Password for Cluster/Sentinel data nodes."),
-    key_prefix: z.string().min(1).default("rl").describe("Prefix of every limiter key."),
-    command_timeout_ms: positiveInt
-      .default(100)
-      .describe("Time a limiter call may wait for Redis before failing over (ms)."),
-  })
-  .superRefine((r, ctx) => {
-    const kinds = [r.url, r.cluster, r.sentinels].filter((v) => v !== undefined).length;
-    if (kinds !== 1) {
-      ctx.addIssue({ code: "custom", message: "expected exactly one of `url`, `cluster` or `sentinels`" });
-    }
-    if (r.sentinels !== undefined && r.name === undefined) {
-      ctx.addIssue({ code: "custom", path: ["name"], message: "required with `sentinels`" });
-    }
-  });
-
-const rateLimitsSchema = z.strictObject({
-  store: z
-    .strictObject({ redis: redisSchema.optional() })
-    .default({})
-    .describe("Omit `redis` for the in-process memory store."),
-  memory: z
-    .strictObject({
-      max_keys: positiveInt.default(100_000).describe("Memory store: identities x classes kept (LRU)."),
-    })
-    .prefault({}),
-  failure_mode: z.enum(["open", "closed"]).default("open").describe("Behaviour while Redis fails."),
-  expected_replicas: positiveInt.default(1).describe("Divides limits while failing open."),
-  status_path: z
-    .string()
-    .regex(/^\//)
-    .nullable()
-    .default("/rate_limit")
-    .describe("Authenticated status endpoint; null disables it."),
-  classes: z
-    .record(z.string().regex(/^[a-z][a-z0-9_]*$/, { error: "expected a lower-case class name" }), classSchema)
-    .refine((c) => Object.keys(c).length > 0, { error: "expected at least one class" }),
-  default_class: z
-    .string()
-    .optional()
-    .describe("Class for calls no `match` selects; the last class when absent."),
-  anonymous: z
-    .strictObject({ windows: windowsSchema })
-    .default({ windows: [{ limit: 60, window_s: 3600 }] })
-    .describe("Windows for unauthenticated calls, keyed by client IP."),
-});
-
 const listenSchema = listenerSchema(8080).extend({
   grace_ms: positiveInt.default(10_000).describe("Shutdown: time in-flight requests have to finish (ms)."),
   headers_timeout_ms: positiveInt.default(10_000).describe("Time a client has to send its headers (ms)."),
@@ -265,22 +187,6 @@ export const gatewayConfigSchema = z
         });
       }
     });
-    const dc = cfg.rate_limits.default_class;
-    if (dc !== undefined && !Object.hasOwn(cfg.rate_limits.classes, dc)) {
-      ctx.addIssue({
-        code: "custom",
-        path: ["rate_limits", "default_class"],
-        message: `unknown class "${dc}"`,
-        input: dc,
-      });
-    }
-    if (Object.hasOwn(cfg.rate_limits.classes, "anonymous")) {
-      ctx.addIssue({
-        code: "custom",
-        path: ["rate_limits", "classes", "anonymous"],
-        message: "the name `anonymous` is reserved for `rate_limits.anonymous`",
-      });
-    }
   });
 
 /** Input type (what YAML may contain). */

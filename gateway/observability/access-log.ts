@@ -6,7 +6,7 @@
  * options (`level` label, ISO `time`, `service`, the fields, `msg`), so log pipelines see one format.
  *
  * Fields: request id, method, path (normalised, no query: queries can hold `access_token`, RFC 6750
- * §2.3), route, class, status, durations (ms), identity, remaining, client IP. Nothing in it comes
+ * §2.3), route, class, plan (SPEC §10), status, durations (ms), identity, remaining, client IP. Nothing in it comes
  * from a header other than `X-Request-Id` (validated) and, behind `trust_proxy`, the client IP.
  */
 import pino, { type DestinationStream, type Logger } from "pino";
@@ -23,6 +23,8 @@ export interface AccessLine {
   path: string;
   route: string | null;
   class: string | null;
+  /** The caller's plan (a configured name), or null: no plan, the anonymous class, no class. */
+  plan: string | null;
   status: number;
   durationMs: number;
   upstreamMs: number | null;
@@ -81,11 +83,13 @@ export class AccessLog implements FinishObserver {
     if (this.logger.levelVal > INFO) return;
     const route = scope.route;
     const decision = scope.decision;
+    const plan = scope.policy === null ? null : scope.policy.plan;
     let line =
       `{"level":"info","time":"${this.time()}"${this.head}${JSON.stringify(scope.requestId)}` +
       `,"method":${JSON.stringify(scope.method)},"path":${JSON.stringify(scope.path)}` +
       `,"route":${route === null ? "null" : JSON.stringify(route.prefix)}` +
       `,"class":${scope.className === "" ? "null" : JSON.stringify(scope.className)}` +
+      `,"plan":${plan === null ? "null" : JSON.stringify(plan)}` +
       `,"status":${status},"durationMs":${ms(durationMs)}` +
       `,"upstreamMs":${scope.upstreamMs >= 0 ? ms(scope.upstreamMs) : "null"}` +
       `,"identity":${scope.identity === "" ? "null" : JSON.stringify(scope.identity)}` +

@@ -35,15 +35,23 @@ export class HotMetrics {
     c.duration.observe(seconds);
   }
 
-  /** One rate-limit decision. */
-  decision(cls: string, outcome: DecisionOutcome): void {
-    const key = `${cls}\n${outcome}`;
+  /**
+   * One rate-limit decision.
+   * @param plan - a configured plan's name, or `none`
+   */
+  decision(cls: string, plan: string, outcome: DecisionOutcome): void {
+    const key = `${cls}\n${plan}\n${outcome}`;
     let c = this.decisions.get(key);
     if (c === undefined) {
-      c = this.m.ratelimitDecisions.labels({ class: cls, outcome });
+      c = this.m.ratelimitDecisions.labels({ class: cls, plan, outcome });
       this.decisions.set(key, c);
     }
     c.inc();
+  }
+
+  /** A plan claim that named no configured plan (SPEC §10). */
+  planClaimUnknown(): void {
+    this.m.planClaimUnknown.inc();
   }
 
   /** One authentication result. */

@@ -32,7 +32,8 @@ export interface GatewayMetrics {
   requests: Counter<"route" | "class" | "code">;
   requestDuration: Histogram<"route" | "class">;
   upstreamDuration: Histogram<"upstream">;
-  ratelimitDecisions: Counter<"class" | "outcome">;
+  ratelimitDecisions: Counter<"class" | "plan" | "outcome">;
+  planClaimUnknown: Counter;
   storeErrors: Counter<"store">;
   storeDuration: Histogram<"store">;
   storeDegraded: Gauge;
@@ -77,8 +78,13 @@ export function createMetrics(registry: Registry, version: string): GatewayMetri
     }),
     ratelimitDecisions: new Counter({
       name: "gateway_ratelimit_decisions_total",
-      help: "Rate-limit decisions by class and outcome (allowed, limited, shadow_limited, degraded).",
-      labelNames: ["class", "outcome"],
+      help: "Rate-limit decisions by class, plan (a configured plan or none) and outcome (allowed, limited, shadow_limited, degraded).",
+      labelNames: ["class", "plan", "outcome"],
+      registers,
+    }),
+    planClaimUnknown: new Counter({
+      name: "gateway_plan_claim_unknown_total",
+      help: "Authenticated calls whose plan claim was not a configured plan's name (treated as absent).",
       registers,
     }),
     storeErrors: new Counter({

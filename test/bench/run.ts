@@ -6,6 +6,8 @@
  *   b   a bare http-proxy-3 proxy (keep-alive)  b3  a bare proxy on undici (stream API)
  *   c   the gateway, memory store               d   the gateway, Redis store
  *   e   the gateway, Redis, IETF headers and a shadow class on the benched path
+ *   f   the gateway, Redis store, plans and 1000 consumers (the caller found among them); paired
+ *       against d round by round (issue 13: within 3 %)
  *
  * then the cache-churn runs (10k tokens and identities) and the cold-token run (every token new,
  * introspected by oidc-provider). Servers run on core 0; wrk and redis-server (which stands for its
@@ -46,6 +48,7 @@ import {
   startUpstream,
   writeChurnTokens,
   writeWarmTokens,
+  PRO_READ_LIMIT,
   type BenchRedis,
   type GatewayTarget,
   type GatewayVariant,
@@ -130,10 +133,12 @@ async function measure(
   return sample;
 }
 
-function gatewayCheck(expectIetf: boolean, resource: string) {
+function gatewayCheck(expectIetf: boolean, resource: string, limit?: number) {
   return (r: Awaited<ReturnType<typeof get>>): string | null => {
     if (r.status !== 200) return `answers ${r.status}: ${r.body.slice(0, 160)}`;
     if (r.headers["x-ratelimit-limit"] === undefined) return "no X-RateLimit-Limit header";
+    if (limit !== undefined && r.headers["x-ratelimit-limit"] !== String(limit))
+      return `X-RateLimit-Limit is ${String(r.headers["x-ratelimit-limit"])}, expected the plan's ${limit}`;
     if (r.headers["x-ratelimit-resource"] !== resource)
       return `X-RateLimit-Resource is ${String(r.headers["x-ratelimit-resource"])}, expected ${resource}`;
     if (expectIetf && r.headers["ratelimit"] === undefined) return "no RateLimit header (headers.ietf)";
@@ -207,6 +212,12 @@ async function main(): Promise<number> {
         ietf: true,
         shadow: true,
       }),
+      f: await tryGateway("f-redis-plans", dir, upstream, {
+        tokensFile: warmTokens,
+        redisUrl: redis.url,
+        keyPrefix: "bf",
+        plans: true,
+      }),
     };
     const altMain = process.env.BENCH_ALT_MAIN;
     const alt =
@@ -247,11 +258,12 @@ async function main(): Promise<number> {
       },
     ];
     const gwCell = (
-      id: "c" | "d" | "e",
+      id: "c" | "d" | "e" | "f",
       label: string,
       ietf: boolean,
       resource: string,
       useRedis: boolean,
+      limit?: number,
     ) => {
       const g = gw[id];
       const cell: Cell = {
@@ -259,7 +271,7 @@ async function main(): Promise<number> {
         label,
         target: null,
         row: row(id, label),
-        check: gatewayCheck(ietf, resource),
+        check: gatewayCheck(ietf, resource, limit),
       };
       if (typeof g === "string") cell.row.pending = g;
       else {
@@ -272,6 +284,7 @@ async function main(): Promise<number> {
     gwCell("c", "gateway, memory store", false, "read", false);
     gwCell("d", "gateway, Redis store", false, "read", true);
     gwCell("e", "gateway, Redis, IETF headers + shadow class", true, "user", true);
+    gwCell("f", "gateway, Redis store, plans + 1000 consumers", false, "read", true, PRO_READ_LIMIT);
     if (alt !== undefined) {
       const cell: Cell = {
         id: "d*",
@@ -468,6 +481,7 @@ function report(rows: Row[], extra: Row[], elapsedS: number): string {
     "",
     ratioTable(rows, "b"),
     "",
+    pairedTable(rows, "d", "f"),
     pairedTable(rows, "d", "d*"),
     pairedTable(rows, "c", "c*"),
     "",

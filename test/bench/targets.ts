@@ -159,6 +159,11 @@ export interface GatewayVariant {
   ietf?: boolean;
   /** Adds a shadow class matching `GET /v1/user` (two windows). */
   shadow?: boolean;
+  /**
+   * Adds plans (`free`, `pro`), a plan claim, a default plan and 1000 consumers; the bench token's
+   * `sub` is the last one, on `pro`, whose `read` limit is {@link PRO_READ_LIMIT}.
+   */
+  plans?: boolean;
   tokensFile?: string;
   introspection?: { url: string; clientId: string; clientSecret: string };
   /** Extra `node` flags (profiling). */
@@ -171,6 +176,31 @@ export interface GatewayVariant {
 
 /** Limits no benchmark reaches: every call is admitted and counted. */
 const HUGE = 1_000_000_000;
+/** The `pro` plan's `read` limit in the plans cell: the headers show the plan was applied. */
+export const PRO_READ_LIMIT = HUGE - 1;
+
+/** `rate_limits` keys of the plans cell: 1000 consumers, the bench user (`sub`) last, on `pro`. */
+function plansConfig(): Record<string, unknown> {
+  const consumers: Record<string, string>[] = [];
+  for (let i = 0; i < 999; i++) {
+    consumers.push(
+      i % 3 === 0 ? { client_id: `partner-${i}`, plan: "pro" } : { sub: `consumer-${i}`, plan: "pro" },
+    );
+  }
+  consumers.push({ sub: "bench-user", plan: "pro" });
+  return {
+    plan_claim: "plan",
+    default_plan: "free",
+    plans: {
+      free: {},
+      pro: {
+        read: [{ limit: PRO_READ_LIMIT, window_s: 3600 }],
+        write: [{ limit: PRO_READ_LIMIT, window_s: 3600 }],
+      },
+    },
+    consumers,
+  };
+}
 
 /** The gateway's YAML for a variant. */
 export function gatewayConfig(
@@ -223,6 +253,7 @@ export function gatewayConfig(
         : {}),
       classes,
       anonymous: { windows: [{ limit: HUGE, window_s: 3600 }] },
+      ...(v.plans ? plansConfig() : {}),
     },
     headers: { ietf: v.ietf ?? false },
     log: { level: "info" },

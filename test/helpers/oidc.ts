@@ -2,7 +2,8 @@
  * A real RFC 7662 authorization server for tests: oidc-provider 9 in-process on 127.0.0.1, with a
  * client-credentials client `app` (issues tokens) and the gateway's client. It counts the HTTP
  * requests that reach its introspection endpoint and can be stopped and started again on the same
- * port (an outage), keeping the tokens it issued.
+ * port (an outage), keeping the tokens it issued. A token can carry extra members (a `plan`, a
+ * `sub`), which its introspection response then includes (RFC 7662 §2.2 extension members).
  */
 import http from "node:http";
 import type { AddressInfo } from "node:net";
@@ -15,6 +16,9 @@ export const Provider = UntypedProvider as new (
   configuration: Record<string, unknown>,
 ) => { callback(): http.RequestListener };
 
+/** Token-request header whose JSON object becomes the issued token's extra members. */
+const EXTRA_CLAIMS_HEADER = "x-test-extra-claims";
+
 /** Client id the gateway authenticates with (HTTP Basic). */
 export const GATEWAY_CLIENT_ID = "gateway";
 /** Its secret; exercises RFC 6749 §2.3.1 form-encoding before base64. */
@@ -26,8 +30,12 @@ export interface AuthServer {
   introspectionUrl: string;
   /** HTTP requests that reached the introspection endpoint since start. */
   introspections(): number;
-  /** A real access token from the client_credentials grant (scope: space-separated). */
-  issueToken(scope: string): Promise<string>;
+  /**
+   * A real access token from the client_credentials grant (scope: space-separated).
+   * @param extra - members added to the token and so to its introspection response, e.g.
+   *   `{ plan: "pro", sub: "user-1" }` (oidc-provider's `extraTokenClaims`)
+   */
+  issueToken(scope: string, extra?: Record<string, unknown>): Promise<string>;
   /** Closes the listener and every connection: the gateway sees connection refused. */
   stop(): Promise<void>;
   /** Listens again on the same port. */
@@ -46,7 +54,9 @@ export interface AuthServerOptions {
 /**
  * oidc-provider configuration of the test servers: clients `app` (`app-secret`, issues tokens) and
  * `gateway` (`gatewaySecret`), both client_credentials with scopes `read write`, and introspection
- * open to any authenticated client.
+ * open to any authenticated client. The token request's `x-test-extra-claims` header (JSON) becomes
+ * the token's extra members (`extraTokenClaims`); the introspection response spreads them under
+ * its own fields, so `plan` and, for a client_credentials token that has none, `sub` come through.
  * @param tokenTtlS - lifetime of issued access tokens (s)
  * @param adapter - an oidc-provider adapter class; default its in-memory LRU (1000 entries)
  */
@@ -74,6 +84,10 @@ export function providerConfiguration(
       introspection: { enabled: true, allowedPolicy: () => true },
     },
     ttl: { ClientCredentials: tokenTtlS },
+    extraTokenClaims: (ctx: { get(name: string): string } | undefined) => {
+      const extra = ctx?.get(EXTRA_CLAIMS_HEADER);
+      return extra ? (JSON.parse(extra) as Record<string, unknown>) : undefined;
+    },
     cookies: { keys: ["test-cookie-key"] },
   };
 }
@@ -103,10 +117,14 @@ export async function startAuthServer(options: AuthServerOptions = {}): Promise<
     get running() {
       return running;
     },
-    async issueToken(scope) {
+    async issueToken(scope, extra) {
       const res = await fetch(`${issuer}/token`, {
         method: "POST",
-        headers: { authorization: appBasic, "content-type": "application/x-www-form-urlencoded" },
+        headers: {
+          authorization: appBasic,
+          "content-type": "application/x-www-form-urlencoded",
+          ...(extra === undefined ? {} : { [EXTRA_CLAIMS_HEADER]: JSON.stringify(extra) }),
+        },
         body: new URLSearchParams({ grant_type: "client_credentials", scope }).toString(),
       });
       const body = (await res.json()) as { access_token?: string };

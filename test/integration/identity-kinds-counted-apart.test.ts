@@ -1,12 +1,14 @@
 /**
  * Identities are keyed with their kind (issue 11 §4, SPEC §10): a token whose `sub` is "svc" and
  * one that only has `client_id: svc` spend two budgets, in the memory store and in Redis; and the
- * keys the Redis store writes carry the kind (`{sub:svc}`, `{client:svc}`).
+ * keys the Redis store writes carry the kind (`{sub:svc}`, `{client:svc}`). A class switched from
+ * `identity: subject` to `client` by a reload spends the client's budget, never the subject's.
  */
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { stringify } from "yaml";
 import { startGateway, testConfig, type TestGateway } from "../helpers/gateway.js";
 import { closeServer, listen, request } from "../helpers/http.js";
 import { cli, RedisServer } from "../helpers/redis-server.js";
@@ -25,7 +27,8 @@ beforeAll(async () => {
   writeFileSync(
     tokensFile,
     "subject-token: { sub: svc, scope: read }\nclient-token: { client_id: svc, scope: read }\n" +
-      "user-token: { username: svc, scope: read }\n",
+      "user-token: { username: svc, scope: read }\n" +
+      "both-token: { sub: both, client_id: both, scope: read }\n",
   );
 });
 
@@ -42,17 +45,17 @@ const stores = {
 
 describe.each(Object.keys(stores) as (keyof typeof stores)[])("on the %s store", (store) => {
   let gw: TestGateway;
+  const configOf = (identity: "subject" | "client") =>
+    testConfig(upstream.url, {
+      auth: { static: { tokens_file: tokensFile } },
+      rate_limits: {
+        store: stores[store](),
+        classes: { read: { identity, windows: [{ limit: LIMIT, window_s: 3600 }] } },
+      },
+    });
 
   beforeAll(async () => {
-    gw = await startGateway(
-      testConfig(upstream.url, {
-        auth: { static: { tokens_file: tokensFile } },
-        rate_limits: {
-          store: stores[store](),
-          classes: { read: { windows: [{ limit: LIMIT, window_s: 3600 }] } },
-        },
-      }),
-    );
+    gw = await startGateway(configOf("subject"));
   });
 
   afterAll(async () => {
@@ -80,6 +83,22 @@ describe.each(Object.keys(stores) as (keyof typeof stores)[])("on the %s store",
         "kinds:{sub:svc}:read:3600",
         "kinds:{user:svc}:read:3600",
       ]);
+    }
+  });
+
+  it("a class switched to `identity: client` spends the client's budget, never the subject's", async () => {
+    expect([await call("both-token"), await call("both-token"), await call("both-token")]).toEqual([
+      200, 200, 429,
+    ]);
+    const file = path.join(dir, `${store}-client.yaml`);
+    writeFileSync(file, stringify(configOf("client")));
+    expect(await gw.gateway.reload(file)).toBe(true);
+    expect([await call("both-token"), await call("both-token"), await call("both-token")]).toEqual([
+      200, 200, 429,
+    ]);
+    if (store === "redis") {
+      const keys = (await cli(redis.port, "--scan", "--pattern", "kinds:*both*")).split("\n").sort();
+      expect(keys).toEqual(["kinds:{client:both}:read:3600", "kinds:{sub:both}:read:3600"]);
     }
   });
 });

@@ -92,7 +92,8 @@ describe("metrics used by config/monitoring, against a running gateway", () => {
       ],
       auth: introspectionAuthConfig(auth),
       rate_limits: {
-        store: { redis: { url: redis.url, key_prefix: "monitoring-exported" } },
+        // A loaded CI machine must not turn a slow Redis answer into a failover decision here.
+        store: { redis: { url: redis.url, key_prefix: "monitoring-exported", command_timeout_ms: 2000 } },
         classes: {
           read: { match: { methods: ["GET"] }, windows: [{ limit: 100, window_s: 3600 }] },
           write: { windows: [{ limit: 1, window_s: 3600 }] },

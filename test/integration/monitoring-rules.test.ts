@@ -110,7 +110,7 @@ function substituteGrafanaVariables(expr: string): string {
     .replaceAll("$__rate_interval", "5m")
     .replaceAll("$__interval", "1m")
     .replaceAll("$__range", "1h")
-    .replace(/\$\{?(job|route|class|instance)\}?/g, ".*");
+    .replace(/\$\{?(job|route|class|instance|plan)\}?/g, ".*");
 }
 
 /**
@@ -187,6 +187,9 @@ function ruleTests(): unknown {
             values: "0+1x30",
           },
           { series: sel("gateway_upstream_duration_seconds_count", { upstream: "api" }), values: "0+199x30" },
+          // Plan claims naming no configured plan from minute 5 on `gateway`; one stray call on `quiet`.
+          { series: sel("gateway_plan_claim_unknown_total", {}), values: "0x4 0+6x25" },
+          { series: sel("gateway_plan_claim_unknown_total", { job: "quiet" }), values: "0x9 1x20" },
           // One rejected reload at minute 3.
           { series: sel("gateway_config_reloads_total", { result: "error" }), values: "0 0 0 1x27" },
         ],
@@ -226,6 +229,12 @@ function ruleTests(): unknown {
             exp_alerts: [{ exp_labels: { severity: "warning", ...g, result: "error" } }],
           },
           { eval_time: "25m", alertname: "GatewayConfigReloadFailed", exp_alerts: [] },
+          { eval_time: "12m", alertname: "GatewayPlanClaimUnknown", exp_alerts: [] },
+          {
+            eval_time: "25m",
+            alertname: "GatewayPlanClaimUnknown",
+            exp_alerts: [{ exp_labels: { severity: "warning", job: "gateway" } }],
+          },
         ],
       },
     ],
@@ -416,6 +425,7 @@ describe("config/monitoring against the gateway's metrics", () => {
         "GatewayHighLatencyP99",
         "GatewayUpstreamErrors",
         "GatewayConfigReloadFailed",
+        "GatewayPlanClaimUnknown",
       ]),
     );
     const readme = readFileSync(path.join(ROOT, "config/monitoring/README.md"), "utf8");
@@ -465,6 +475,8 @@ describe("config/monitoring against the gateway's metrics", () => {
       "gateway_ratelimit_store_duration_seconds_bucket",
       "gateway_upstream_errors_total",
       "gateway_config_reloads_total",
+      "gateway_plan_claim_unknown_total",
+      'plan=~"$plan"',
     ]) {
       expect(all, needle).toContain(needle);
     }

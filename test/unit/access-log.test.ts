@@ -7,6 +7,7 @@ import { describe, expect, it } from "vitest";
 import { AccessLog, type AccessLine } from "../../gateway/observability/access-log.js";
 import { createLogger } from "../../gateway/observability/logger.js";
 import type { Decision } from "../../gateway/ratelimit/limiter.js";
+import type { ResolvedPolicy } from "../../gateway/ratelimit/policy.js";
 import type { Runtime } from "../../gateway/runtime.js";
 import type { Route } from "../../gateway/routing/routes.js";
 import { RequestScope } from "../../gateway/scope.js";
@@ -34,6 +35,8 @@ interface Fields {
   path: string;
   route: string | null;
   cls: string;
+  /** The caller's plan; undefined: no policy on the scope (no class charged). */
+  plan: string | null | undefined;
   identity: string;
   clientIp: string;
   status: number;
@@ -47,6 +50,7 @@ function scopeOf(f: Fields): RequestScope {
   s.path = f.path;
   s.route = f.route === null ? null : ({ prefix: f.route } as Route);
   s.className = f.cls;
+  s.policy = f.plan === undefined ? null : ({ plan: f.plan } as ResolvedPolicy);
   s.identity = f.identity;
   s.clientIp = f.clientIp;
   s.upstreamMs = f.upstreamMs;
@@ -65,6 +69,7 @@ function expected(f: Fields): Omit<AccessLine, "time"> {
     path: f.path,
     route: f.route,
     class: f.cls === "" ? null : f.cls,
+    plan: f.plan ?? null,
     status: f.status,
     durationMs: round(f.durationMs),
     upstreamMs: f.upstreamMs >= 0 ? round(f.upstreamMs) : null,
@@ -83,6 +88,7 @@ const fields: fc.Arbitrary<Fields> = fc.record({
   path: fc.string({ unit: "binary", maxLength: 60 }),
   route: fc.option(fc.string({ unit: "binary", maxLength: 10 })),
   cls: fc.string({ unit: "binary", maxLength: 10 }),
+  plan: fc.oneof(fc.constant(undefined), fc.constant(null), fc.string({ unit: "binary", maxLength: 10 })),
   identity: fc.string({ unit: "binary", maxLength: 30 }),
   clientIp: fc.string({ unit: "binary", maxLength: 40 }),
   status: fc.constantFrom(200, 401, 429, 499, 502),
@@ -116,6 +122,7 @@ describe("AccessLog", () => {
       path: '/v1/"odd"\\path\u2028',
       route: "/v1",
       cls: "read",
+      plan: "pro",
       identity: "sub:émile",
       clientIp: "10.0.0.1",
       status: 200,
@@ -132,6 +139,20 @@ describe("AccessLog", () => {
     log.flush();
     const strip = (s: string) => s.replace(/"time":"[^"]*"/, '"time":""');
     expect(strip(ours.writes.join(""))).toBe(strip(theirs.writes.join("")));
+  });
+
+  it('writes `"plan":null` exactly as pino does for a caller without a plan', () => {
+    const f: Fields = { ...baseFields(), plan: null, cls: "anonymous", identity: "" };
+    const ours = sink();
+    const theirs = sink();
+    const { level: _l, service: _s, msg: _m, ...obj } = expected(f);
+    createLogger("info", theirs).info(obj, "request");
+    const log = new AccessLog(createLogger("info", ours));
+    log.write(scopeOf(f), f.status, f.durationMs);
+    log.flush();
+    const strip = (s: string) => s.replace(/"time":"[^"]*"/, '"time":""');
+    expect(strip(ours.writes.join(""))).toBe(strip(theirs.writes.join("")));
+    expect(ours.writes.join("")).toContain('"class":"anonymous","plan":null,"status":200');
   });
 
   it("writes nothing when the logger's level is above info", () => {
@@ -180,6 +201,7 @@ function baseFields(): Fields {
     path: "/v1/user",
     route: "/v1",
     cls: "read",
+    plan: null,
     identity: "sub:u",
     clientIp: "127.0.0.1",
     status: 200,

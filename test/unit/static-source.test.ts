@@ -50,6 +50,21 @@ describe("StaticTokenSource", () => {
     expect(Object.isFrozen(info.scope)).toBe(true);
   });
 
+  it("accepts the field named by plan_claim and keeps it in `claims`", async () => {
+    const withPlans = new StaticTokenSource("plan-claims.yaml", fixtures, ["plan"]);
+    await expect(withPlans.introspect("pro-dev-token")).resolves.toEqual({
+      active: true,
+      sub: "carol",
+      scope: ["read"],
+      claims: { plan: "pro" },
+    });
+    await expect(withPlans.introspect("free-dev-token")).resolves.not.toHaveProperty("claims");
+    // Without plan_claim the field is a typo like any other.
+    expect(() => loadStaticTokens(fixture("plan-claims.yaml"))).toThrow(
+      "unknown field plan (known: active, sub, client_id, username, scope, exp) (line 2)",
+    );
+  });
+
   it("treats an empty file as no tokens", () => {
     expect(loadStaticTokens(fixture("empty.yaml")).size).toBe(0);
   });
@@ -65,7 +80,7 @@ describe("loadStaticTokens rejects a bad file with a message naming the file and
     [
       "unknown-field.yaml",
       `"sha256:78f7fc718beeb5ea6623f42461af47af0c447df08e6eddc966cbb4b9cecf0d73": ` +
-        "unknown field clientid (known: active, sub, client_id, username, scope, exp) (line 2)",
+        "unknown field clientid (known: active, sub, client_id, username, scope, exp, plan) (line 2)",
     ],
     [
       "duplicate-token.yaml",
@@ -74,10 +89,11 @@ describe("loadStaticTokens rejects a bad file with a message naming the file and
     ],
     ["duplicate-key.yaml", `"dup-…": the same token is listed twice (line 6)`],
     ["not-a-mapping.yaml", "(root): expected a mapping of token to fields"],
+    ["plan-claim-not-a-string.yaml", `"pro-…".plan: expected a plan name (a string) (line 2)`],
   ];
 
   it.each(cases)("%s", (file, message) => {
-    expect(() => loadStaticTokens(fixture(file))).toThrow(
+    expect(() => loadStaticTokens(fixture(file), ["plan"])).toThrow(
       `invalid tokens file ${fixture(file)}:\n  ${message}`,
     );
   });

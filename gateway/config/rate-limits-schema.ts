@@ -1,0 +1,196 @@
+/**
+ * The `rate_limits` section (SPEC §4, §7, §10): store, classes, the anonymous class, and whose
+ * budget a call spends: `identity`, `plan_claim`, `default_plan`, `plans` and `consumers`.
+ *
+ * Cross-field checks of the section (an unknown default class or plan, a plan naming an unknown
+ * class) live in {@link rateLimitsSchema}'s `superRefine`, so they are reported with their key
+ * paths even when another section of the file has problems too.
+ */
+import { z } from "zod";
+import { httpMethod, positiveInt } from "./primitives.js";
+
+const windowSchema = z.strictObject({
+  limit: positiveInt.describe("Requests admitted per window."),
+  window_s: positiveInt.describe("Window length (s)."),
+});
+
+const windowsSchema = z.array(windowSchema).min(1, { error: "expected at least one window" });
+
+/** Whose budget a call spends (SPEC §10). */
+const identitySchema = z
+  .enum(["subject", "client"])
+  .describe(
+    "subject: sub, else client_id, else username (one budget per user); client: client_id, else sub, else username (one budget per OAuth client).",
+  );
+
+const classSchema = z.strictObject({
+  match: z
+    .strictObject({
+      methods: z.array(httpMethod).min(1).optional().describe("HTTP methods; any when absent."),
+      paths: z
+        .array(z.string().regex(/^\//, { error: "expected a path pattern starting with /" }))
+        .min(1)
+        .optional()
+        .describe("Path patterns; `*` is one segment; a pattern covers everything below it."),
+    })
+    .default({}),
+  algorithm: z
+    .enum(["sliding_window", "sliding_log"])
+    .default("sliding_window")
+    .describe("sliding_window: weighted counters, constant memory; sliding_log: exact."),
+  mode: z.enum(["enforce", "shadow"]).default("enforce").describe("shadow: count and report, never reject."),
+  windows: windowsSchema,
+  identity: identitySchema
+    .optional()
+    .describe("Whose budget this class spends; `rate_limits.identity` when absent."),
+});
+
+const redisSchema = z
+  .strictObject({
+    url: z.string().optional().describe("Standalone: redis://[:password@]host:port[/db]."),
+    cluster: z.array(z.string()).min(1).optional().describe("Cluster seed nodes (redis:// URLs)."),
+    sentinels: z.array(z.string()).min(1).optional().describe("Sentinel addresses (redis:// URLs)."),
+    name: z.string().optional().describe("Sentinel master name."),
+    password: z.string().optional().describe("Password for Cluster/Sentinel data nodes."),
+    key_prefix: z.string().min(1).default("rl").describe("Prefix of every limiter key."),
+    command_timeout_ms: positiveInt
+      .default(100)
+      .describe("Time a limiter call may wait for Redis before failing over (ms)."),
+  })
+  .superRefine((r, ctx) => {
+    const kinds = [r.url, r.cluster, r.sentinels].filter((v) => v !== undefined).length;
+    if (kinds !== 1) {
+      ctx.addIssue({ code: "custom", message: "expected exactly one of `url`, `cluster` or `sentinels`" });
+    }
+    if (r.sentinels !== undefined && r.name === undefined) {
+      ctx.addIssue({ code: "custom", path: ["name"], message: "required with `sentinels`" });
+    }
+  });
+
+/** Plan names are label values and log fields: short, printable, never `none`. */
+const planName = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/, {
+  error: "expected a plan name (letters, digits, `_` and `-`; at most 64)",
+});
+
+const consumerSchema = z.strictObject({
+  sub: z.string().min(1).optional().describe("Matches tokens whose `sub` equals it."),
+  client_id: z.string().min(1).optional().describe("Matches tokens whose `client_id` equals it."),
+  plan: z.string().min(1).describe("The plan of the callers this entry matches."),
+});
+
+/** The `rate_limits` section. */
+export const rateLimitsSchema = z
+  .strictObject({
+    store: z
+      .strictObject({ redis: redisSchema.optional() })
+      .default({})
+      .describe("Omit `redis` for the in-process memory store."),
+    memory: z
+      .strictObject({
+        max_keys: positiveInt.default(100_000).describe("Memory store: identities x classes kept (LRU)."),
+      })
+      .prefault({}),
+    failure_mode: z.enum(["open", "closed"]).default("open").describe("Behaviour while Redis fails."),
+    expected_replicas: positiveInt.default(1).describe("Divides limits while failing open."),
+    status_path: z
+      .string()
+      .regex(/^\//)
+      .nullable()
+      .default("/rate_limit")
+      .describe("Authenticated status endpoint; null disables it."),
+    classes: z
+      .record(
+        z.string().regex(/^[a-z][a-z0-9_]*$/, { error: "expected a lower-case class name" }),
+        classSchema,
+      )
+      .refine((c) => Object.keys(c).length > 0, { error: "expected at least one class" }),
+    default_class: z
+      .string()
+      .optional()
+      .describe("Class for calls no `match` selects; the last class when absent."),
+    anonymous: z
+      .strictObject({ windows: windowsSchema })
+      .default({ windows: [{ limit: 60, window_s: 3600 }] })
+      .describe("Windows for unauthenticated calls, keyed by client IP."),
+    identity: identitySchema.default("subject"),
+    plan_claim: z
+      .string()
+      .min(1)
+      .optional()
+      .describe(
+        "Token member naming the caller's plan (introspection response, static-file field, JWT claim).",
+      ),
+    default_plan: z
+      .string()
+      .min(1)
+      .optional()
+      .describe(
+        "Plan of callers with no consumers entry and no usable claim; none (the classes' windows) when absent.",
+      ),
+    plans: z
+      .record(planName, z.record(z.string(), windowsSchema))
+      .default({})
+      .describe("Per plan, per class: windows that replace the class's windows."),
+    consumers: z
+      .array(consumerSchema)
+      .default([])
+      .describe(
+        "Explicit plan assignments by `sub` and/or `client_id`; first match wins, before `plan_claim`.",
+      ),
+  })
+  .superRefine((rl, ctx) => {
+    const classes = Object.keys(rl.classes);
+    const dc = rl.default_class;
+    if (dc !== undefined && !classes.includes(dc)) {
+      ctx.addIssue({ code: "custom", path: ["default_class"], message: `unknown class "${dc}"`, input: dc });
+    }
+    if (classes.includes("anonymous")) {
+      ctx.addIssue({
+        code: "custom",
+        path: ["classes", "anonymous"],
+        message: "the name `anonymous` is reserved for `rate_limits.anonymous`",
+      });
+    }
+    const plans = Object.keys(rl.plans);
+    const unknownPlan = (name: string) =>
+      `unknown plan "${name}" (${plans.length === 0 ? "no plans are configured" : `known: ${plans.join(", ")}`})`;
+    for (const [plan, overrides] of Object.entries(rl.plans)) {
+      if (plan === "none") {
+        ctx.addIssue({
+          code: "custom",
+          path: ["plans", plan],
+          message: "the name `none` is reserved: it is the `plan` label of callers without a plan",
+        });
+      }
+      for (const cls of Object.keys(overrides)) {
+        if (cls === "anonymous") {
+          ctx.addIssue({
+            code: "custom",
+            path: ["plans", plan, cls],
+            message: "the anonymous class has no plans (its windows are `rate_limits.anonymous`)",
+          });
+        } else if (!classes.includes(cls)) {
+          ctx.addIssue({
+            code: "custom",
+            path: ["plans", plan, cls],
+            message: `unknown class "${cls}" (known: ${classes.join(", ")})`,
+          });
+        }
+      }
+    }
+    if (rl.default_plan !== undefined && !plans.includes(rl.default_plan)) {
+      ctx.addIssue({ code: "custom", path: ["default_plan"], message: unknownPlan(rl.default_plan) });
+    }
+    rl.consumers.forEach((c, i) => {
+      if (c.sub === undefined && c.client_id === undefined) {
+        ctx.addIssue({
+          code: "custom",
+          path: ["consumers", i],
+          message: "expected `sub` and/or `client_id`",
+        });
+      }
+      if (!plans.includes(c.plan)) {
+        ctx.addIssue({ code: "custom", path: ["consumers", i, "plan"], message: unknownPlan(c.plan) });
+      }
+    });
+  });

@@ -1,9 +1,12 @@
 /**
  * Checks of the files a configuration names (SPEC §9: `gateway check` validates "a config (and the
- * files it names)"): today the static tokens file, loaded exactly as the gateway loads it.
+ * files it names)"): the static tokens file, the API listener's certificate and key, and the
+ * upstreams' TLS files, each loaded exactly as the gateway loads it.
  */
 import path from "node:path";
 import { loadStaticTokens, TokensFileError } from "../auth/static-source.js";
+import { upstreamTls } from "../proxy/upstream-tls.js";
+import { serverTls } from "../transport/server-tls.js";
 import type { ConfigFinding } from "./finding.js";
 import type { GatewayConfig } from "./schema.js";
 
@@ -16,6 +19,23 @@ const TOKENS_FILE = ["auth", "static", "tokens_file"] as const;
  *   for a bad entry, `cannot read "<file>" (<absolute path>): <reason>` for a missing file
  */
 export function checkFiles(config: GatewayConfig, baseDir: string): ConfigFinding[] {
+  const found = [...tokensFile(config, baseDir)];
+  // The TLS readers throw `<key path>: <message>`; the finding points at that key.
+  const tlsCheck = (read: () => unknown): void => {
+    try {
+      read();
+    } catch (err) {
+      const m = /^([^:]+): (.*)$/s.exec((err as Error).message);
+      if (m === null) throw err;
+      found.push({ segments: m[1]!.split("."), message: m[2]! });
+    }
+  };
+  tlsCheck(() => serverTls(config, baseDir));
+  for (const [name, u] of Object.entries(config.upstreams)) tlsCheck(() => upstreamTls(name, u, baseDir));
+  return found;
+}
+
+function tokensFile(config: GatewayConfig, baseDir: string): ConfigFinding[] {
   const file = config.auth.static?.tokens_file;
   if (file === undefined) return [];
   const resolved = path.resolve(baseDir, file);

@@ -53,6 +53,22 @@ export function startBareProxy(upstreamUrl: string): Promise<Target> {
   return startTsChild("bare-proxy", "bare-proxy.ts", [upstreamUrl]);
 }
 
+/** The TLS cells' reference: a bare Node TLS proxy on undici, HTTP/1.1 or HTTP/2. */
+export async function startBareTlsProxy(
+  upstreamUrl: string,
+  mode: "h1" | "h2",
+  certFile: string,
+  keyFile: string,
+): Promise<Target> {
+  const t = await startTsChild(`bare-tls-${mode}`, "bare-tls-proxy.ts", [
+    upstreamUrl,
+    mode,
+    certFile,
+    keyFile,
+  ]);
+  return { child: t.child, url: `https://127.0.0.1:${t.port}` };
+}
+
 /** (b2) the undici prototype. */
 export function startUndiciProxy(upstreamUrl: string, mode: "dispatch" | "stream"): Promise<Target> {
   return startTsChild(`undici-${mode}`, "undici-proxy-prototype.ts", [upstreamUrl, mode]);
@@ -172,6 +188,8 @@ export interface GatewayVariant {
   cwd?: string;
   /** Another build's `main.js` (A/B against a patched copy). */
   main?: string;
+  /** TLS on the API listener (`listen.tls`), HTTP/2 offered by ALPN unless `http2` is false. */
+  tls?: { certFile: string; keyFile: string; http2?: boolean };
 }
 
 /** Limits no benchmark reaches: every call is admitted and counted. */
@@ -226,7 +244,14 @@ export function gatewayConfig(
   };
   const cache = { max_entries: 100_000, max_ttl_s: 3600 };
   return {
-    listen: { host: "127.0.0.1", port: ports.apiPort, grace_ms: 2000 },
+    listen: {
+      host: "127.0.0.1",
+      port: ports.apiPort,
+      grace_ms: 2000,
+      ...(v.tls === undefined
+        ? {}
+        : { tls: { cert_file: v.tls.certFile, key_file: v.tls.keyFile }, http2: v.tls.http2 ?? true }),
+    },
     admin: { host: "127.0.0.1", port: ports.adminPort },
     upstreams: { api: { url: upstreamUrl, timeout_ms: 30_000 } },
     routes: [{ prefix: "/v1", upstream: "api" }],
@@ -294,7 +319,7 @@ export async function startGateway(
   const adminUrl = `http://127.0.0.1:${adminPort}`;
   return {
     child,
-    url: `http://127.0.0.1:${apiPort}`,
+    url: `${v.tls === undefined ? "http" : "https"}://127.0.0.1:${apiPort}`,
     adminUrl,
     metrics: () => get(`${adminUrl}/metrics`).then((r) => r.body),
   };

@@ -88,6 +88,13 @@ describe("configuration errors name the key path", () => {
     ]);
   });
 
+  it("listen_tls_cert_missing names each TLS file that cannot be read by its key path", () => {
+    expect(problemsOf("listen_tls_cert_missing.yaml")).toEqual([
+      `listen.tls.cert_file: cannot read no-such-cert.pem: ENOENT: no such file or directory, open '${fixture("no-such-cert.pem")}' @2:21`,
+      `upstreams.docs.tls.ca_file: cannot read no-such-ca.pem: ENOENT: no such file or directory, open '${fixture("no-such-ca.pem")}' @4:56`,
+    ]);
+  });
+
   it("the tokens file is checked by `gateway check` only: loading for `start` leaves it to the runtime", () => {
     expect(() => loadConfig(fixture("tokens_file_missing.yaml"), {})).not.toThrow();
   });

@@ -5,23 +5,11 @@
 import { spawnSync } from "node:child_process";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { ConfigError, loadConfig, parseConfig } from "../../gateway/config/load.js";
+import { loadConfig, parseConfig } from "../../gateway/config/load.js";
+import { configFixture, problemsOf } from "../helpers/config-problems.js";
 import { FIXTURES } from "../helpers/gateway.js";
 
-const fixture = (name: string) => path.join(FIXTURES, "config", name);
-
-/** Every problem `gateway check` reports for a fixture (files the configuration names included). */
-function problemsOf(name: string, env: NodeJS.ProcessEnv = {}): string[] {
-  try {
-    loadConfig(fixture(name), env, { checkFiles: true });
-  } catch (err) {
-    expect(err).toBeInstanceOf(ConfigError);
-    return (err as ConfigError).problems.map(
-      (p) => `${p.path}: ${p.message}${p.line ? ` @${p.line}:${p.col}` : ""}`,
-    );
-  }
-  throw new Error(`${name} was accepted`);
-}
+const fixture = configFixture;
 
 describe("configuration errors name the key path", () => {
   it("bad_limit_not_integer", () => {

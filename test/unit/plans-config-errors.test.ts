@@ -3,25 +3,12 @@
  * position, as `gateway check` and start report it. Fixtures are named after the failure they
  * cause. And `gateway check`'s summary of each plan's effective windows per class.
  */
-import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { describeConfig } from "../../gateway/config/describe.js";
-import { ConfigError, loadConfig, parseConfig } from "../../gateway/config/load.js";
-import { FIXTURES } from "../helpers/gateway.js";
+import { loadConfig, parseConfig, type ConfigError } from "../../gateway/config/load.js";
+import { configFixture, problemsOf } from "../helpers/config-problems.js";
 
-const fixture = (name: string) => path.join(FIXTURES, "config", name);
-
-function problemsOf(name: string): string[] {
-  try {
-    loadConfig(fixture(name), {});
-  } catch (err) {
-    expect(err).toBeInstanceOf(ConfigError);
-    return (err as ConfigError).problems.map(
-      (p) => `${p.path}: ${p.message}${p.line ? ` @${p.line}:${p.col}` : ""}`,
-    );
-  }
-  throw new Error(`${name} was accepted`);
-}
+const fixture = configFixture;
 
 describe("plans and consumers: configuration errors name the key path", () => {
   it("plan_names_unknown_class", () => {

@@ -27,7 +27,7 @@ export class Http2Transport extends Writer<Http2ServerResponse> {
     req[SCOPE] = scope;
     res[SCOPE] = scope;
     res.on("close", onResponseClose);
-    void this.serve(req as never, res, scope, factsOf(req), !req.stream.endAfterHeaders);
+    void this.serve(req, res, scope, factsOf(req), !req.stream.endAfterHeaders);
   }
 
   protected send(res: Http2ServerResponse, r: GatewayResponse): void {
@@ -53,7 +53,7 @@ function factsOf(req: Http2ServerRequest): RequestFacts {
   const socket = req.stream.session?.socket as TLSSocket | undefined;
   return {
     method: req.method,
-    target: req.url,
+    target: req.url ?? "",
     headers,
     peerAddress: socket?.remoteAddress ?? "",
     protocol: "2",

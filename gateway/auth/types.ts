@@ -16,6 +16,11 @@ export interface TokenInfo {
   scope: readonly string[];
   /** Expiry (epoch s), when the source gave one. */
   exp?: number;
+  /**
+   * String-valued top-level claims of a JWT access token (RFC 7519 §4, RFC 9068 §2.2), kept so that
+   * a field named in configuration (the plan claim of SPEC §10) can be read without the token.
+   */
+  claims?: Readonly<Record<string, string>>;
 }
 
 /** The answer for an unknown, inactive or expired token. */

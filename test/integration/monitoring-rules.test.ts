@@ -24,6 +24,8 @@ import {
   type AuthResult,
   type CacheLookup,
   type DecisionOutcome,
+  type JwksFetchResult,
+  type JwtValidationResult,
   type UpstreamErrorReason,
 } from "../../gateway/observability/metrics.js";
 
@@ -294,6 +296,19 @@ const ENUMERATED: Record<string, Record<string, readonly string[]>> = {
     reason: ["connect", "timeout", "reset"] satisfies readonly UpstreamErrorReason[],
   },
   gateway_introspection_requests_total: { result: ["active", "inactive", "error"] },
+  gateway_jwt_validations_total: {
+    result: [
+      "valid",
+      "malformed",
+      "algorithm",
+      "bad_signature",
+      "expired",
+      "claims",
+      "unknown_key",
+      "unavailable",
+    ] satisfies readonly JwtValidationResult[],
+  },
+  gateway_jwks_fetches_total: { result: ["success", "error"] satisfies readonly JwksFetchResult[] },
   gateway_config_reloads_total: { result: ["success", "error"] },
 };
 
@@ -465,6 +480,8 @@ describe("config/monitoring against the gateway's metrics", () => {
       "gateway_ratelimit_store_duration_seconds_bucket",
       "gateway_upstream_errors_total",
       "gateway_config_reloads_total",
+      "gateway_jwt_validations_total",
+      "gateway_jwks_fetches_total",
     ]) {
       expect(all, needle).toContain(needle);
     }

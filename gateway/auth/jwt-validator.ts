@@ -12,7 +12,7 @@ import type { JwtValidationResult } from "../observability/metrics.js";
 import { KeySetUnavailableError, type KeySet } from "./jwks.js";
 import type { TokenInfo } from "./types.js";
 
-/** What one validation concluded. */
+/** What one validation (RFC 9068 §4) concluded: token information, or the reason it is refused. */
 export type JwtVerdict =
   | { result: "valid"; info: TokenInfo }
   | { result: Exclude<JwtValidationResult, "valid"> };
@@ -23,7 +23,7 @@ function normalizeTyp(typ: string): string {
   return t.startsWith("application/") ? t.slice("application/".length) : t;
 }
 
-/** Validates JWT access tokens of one issuer. */
+/** Validates JWT access tokens of one issuer (RFC 9068 §4, RFC 7519 §7.2, RFC 8725 §3). */
 export class JwtValidator {
   readonly #options: JWTVerifyOptions;
   readonly #keys: KeySet;
@@ -104,14 +104,17 @@ function classify(err: unknown): Exclude<JwtValidationResult, "valid"> {
   return "malformed"; // JWSInvalid, JWTInvalid: not a parseable JWS or claims set
 }
 
+/** Claims mapped to fields of their own or registered by RFC 7519 §4.1: not repeated in `claims`. */
+const NOT_KEPT = new Set(["iss", "sub", "aud", "exp", "nbf", "iat", "jti", "client_id", "scope", "scp"]);
+
 function optionalString(v: unknown): string | undefined | null {
   return v === undefined ? undefined : typeof v === "string" ? v : null;
 }
 
 /**
  * RFC 9068 §2.2 claims as the gateway's token information: `sub`, `client_id`, `scope` (a
- * space-separated string, RFC 8693 §4.2) or `scp` (an array of strings), `exp`, and every
- * string-valued claim for fields named in configuration.
+ * space-separated string, RFC 8693 §4.2) or `scp` (an array of strings), `exp`, and the other
+ * string-valued claims (`claims`, absent when there are none) for fields named in configuration.
  * @returns undefined when a mapped claim has the wrong type (refused as `claims`)
  */
 export function tokenInfoOf(payload: JWTPayload): TokenInfo | undefined {
@@ -129,10 +132,13 @@ export function tokenInfoOf(payload: JWTPayload): TokenInfo | undefined {
   } else {
     scope = [];
   }
-  const claims: Record<string, string> = {};
-  for (const [k, v] of Object.entries(payload)) if (typeof v === "string") claims[k] = v;
-  const info: TokenInfo = { active: true, scope, exp: payload.exp, claims: Object.freeze(claims) };
+  const info: TokenInfo = { active: true, scope, exp: payload.exp };
   if (sub !== undefined) info.sub = sub;
   if (clientId !== undefined) info.clientId = clientId;
+  let claims: Record<string, string> | undefined;
+  for (const [k, v] of Object.entries(payload)) {
+    if (typeof v === "string" && !NOT_KEPT.has(k)) (claims ??= {})[k] = v;
+  }
+  if (claims !== undefined) info.claims = Object.freeze(claims);
   return info;
 }

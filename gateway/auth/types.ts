@@ -17,8 +17,9 @@ export interface TokenInfo {
   /** Expiry (epoch s), when the source gave one. */
   exp?: number;
   /**
-   * String-valued top-level claims of a JWT access token (RFC 7519 §4, RFC 9068 §2.2), kept so that
-   * a field named in configuration (the plan claim of SPEC §10) can be read without the token.
+   * String-valued top-level claims of a JWT access token (RFC 7519 §4, RFC 9068 §2.2) other than
+   * the registered and mapped ones, kept so that a field named in configuration (the plan claim of
+   * SPEC §10) can be read without the token. Absent when there are none.
    */
   claims?: Readonly<Record<string, string>>;
 }

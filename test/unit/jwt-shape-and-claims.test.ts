@@ -34,7 +34,7 @@ describe("isJwsCompact (RFC 7515 §7.1)", () => {
 });
 
 describe("tokenInfoOf (RFC 9068 §2.2)", () => {
-  it("maps sub, client_id, a scope string, exp, and keeps the string claims", () => {
+  it("maps sub, client_id, a scope string, exp, and keeps the other string claims", () => {
     expect(
       tokenInfoOf({
         sub: "u1",
@@ -51,8 +51,12 @@ describe("tokenInfoOf (RFC 9068 §2.2)", () => {
       clientId: "app",
       scope: ["read", "write"],
       exp: 10,
-      claims: { sub: "u1", client_id: "app", scope: "read  write", iss: "i", plan: "pro" },
+      claims: { plan: "pro" },
     });
+  });
+
+  it("keeps no claims object when only registered and mapped claims are strings", () => {
+    expect(tokenInfoOf({ sub: "u1", iss: "i", jti: "j", aud: "a", exp: 10 })).not.toHaveProperty("claims");
   });
 
   it("takes an scp array when there is no scope string", () => {

@@ -12,7 +12,10 @@ type Milliseconds = number;
 /** Largest discovery document or key set accepted (bytes). */
 const MAX_RESPONSE_BYTES = 1024 * 1024;
 
-/** A fetch that did not give a usable document; `message` names what, never a secret. */
+/**
+ * A discovery (OpenID Connect Discovery 1.0 §4) or JWKS (RFC 7517 §5) fetch that did not give a
+ * usable document; `message` names what, never a secret.
+ */
 export class KeySetFetchError extends Error {
   constructor(message: string, options?: { cause?: unknown }) {
     super(message, options);
@@ -20,7 +23,7 @@ export class KeySetFetchError extends Error {
   }
 }
 
-/** GETs JSON documents of the issuer. */
+/** GETs the issuer's JSON documents: its discovery document and its JWK set (RFC 7517 §5). */
 export class IssuerDocuments {
   readonly #agent: Agent;
   readonly #timeoutMs: Milliseconds;

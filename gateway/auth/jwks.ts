@@ -28,7 +28,10 @@ export const UNKNOWN_KID_REFETCH_MS: Milliseconds = 30_000;
 /** After a failed fetch the background refresh tries again within this time. */
 const RETRY_AFTER_FAILURE_MS: Milliseconds = 30_000;
 
-/** The signing key of a token is not held and the key set cannot be fetched (SPEC §11: 503). */
+/**
+ * The key a JWS names (RFC 7515 §4.1.4 `kid`) is not held and the key set cannot be fetched (SPEC
+ * §11: 503, never 401).
+ */
 export class KeySetUnavailableError extends Error {
   constructor() {
     super("signing key not held and the key set cannot be fetched");
@@ -51,7 +54,7 @@ export interface KeySetOptions {
   logger: Logger;
 }
 
-/** The key set of one issuer. */
+/** The JWK set (RFC 7517 §5) of one issuer, for verifying its JWT access tokens (RFC 9068 §4). */
 export class KeySet {
   readonly #docs: IssuerDocuments;
   readonly #issuer: string;

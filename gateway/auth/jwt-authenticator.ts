@@ -24,7 +24,7 @@ import { JwtValidator } from "./jwt-validator.js";
 import type { TokenLookup } from "./token-cache.js";
 import { INACTIVE, type TokenInfo } from "./types.js";
 
-/** Options of {@link JwtAuthenticator}. */
+/** Options of {@link JwtAuthenticator} (SPEC §11 `auth.jwt`). */
 export interface JwtAuthenticatorOptions {
   /** `auth.jwt`. */
   config: JwtConfig;
@@ -52,7 +52,10 @@ const RESULTS: readonly JwtValidationResult[] = [
   "unavailable",
 ];
 
-/** Validates JWT access tokens of one issuer locally, behind a cache. */
+/**
+ * Validates JWT access tokens (RFC 9068) of one issuer locally, behind a cache keyed by the token's
+ * SHA-256; claims JWS compact serialisations (RFC 7515 §7.1).
+ */
 export class JwtAuthenticator implements Authenticator {
   /** The issuer's key set (fetched at construction). */
   readonly keys: KeySet;

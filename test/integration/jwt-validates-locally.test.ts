@@ -223,3 +223,53 @@ describe("JWT access tokens validated locally (SPEC §11)", () => {
     for (const part of token.split(".")) expect(text).not.toContain(part);
   });
 });
+
+describe("typ (RFC 8725 §3.11) is checked only when auth.jwt.typ lists the accepted values", () => {
+  let key: SigningKey;
+  let idp: JwtIdp;
+  let upstream: { server: Server; url: string };
+  let strict: TestGateway;
+  let lax: TestGateway;
+
+  beforeAll(async () => {
+    key = await signingKey("typ-key");
+    idp = await startJwtIdp([key]);
+    upstream = await listen((_req, res) => res.writeHead(200).end("ok"));
+    const config = (jwt: Record<string, unknown>) =>
+      testConfig(upstream.url, {
+        auth: jwtAuthConfig(idp, jwt),
+        rate_limits: {
+          classes: { read: { windows: [{ limit: 1000, window_s: 3600 }] } },
+          anonymous: { windows: [{ limit: 1000, window_s: 3600 }] },
+        },
+      });
+    [strict, lax] = await Promise.all([startGateway(config({ typ: ["at+jwt"] })), startGateway(config({}))]);
+  });
+
+  afterAll(async () => {
+    await Promise.all([strict.close(), lax.close()]);
+    await Promise.all([closeServer(upstream.server), idp.stop()]);
+  });
+
+  const status = async (g: TestGateway, typ: string | undefined) => {
+    const now = Math.floor(Date.now() / 1000);
+    const claims = { iss: idp.issuer, aud: AUDIENCE, sub: "u", exp: now + 600 };
+    const token = await signJwt(key, claims, { typ });
+    return (await request(`${g.url}/v1/x`, { headers: { authorization: `Bearer ${token}` } })).status;
+  };
+
+  it("accepts at+jwt in either spelling and refuses JWT or no typ when configured", async () => {
+    expect(await status(strict, "at+jwt")).toBe(200);
+    expect(await status(strict, "application/at+JWT")).toBe(200);
+    expect(await status(strict, "JWT")).toBe(401);
+    expect(await status(strict, undefined)).toBe(401);
+    expect((await scrape(strict.adminUrl)).value("gateway_jwt_validations_total", { result: "claims" })).toBe(
+      2,
+    );
+  });
+
+  it("accepts any typ when not configured (several IdPs send JWT)", async () => {
+    expect(await status(lax, "JWT")).toBe(200);
+    expect(await status(lax, undefined)).toBe(200);
+  });
+});

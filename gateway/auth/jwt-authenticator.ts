@@ -98,9 +98,12 @@ export class JwtAuthenticator implements Authenticator {
     });
   }
 
-  /** SPEC §11: a JWS compact serialisation is this authenticator's, whether it validates or not. */
-  claims(token: string): boolean {
-    return this.#claimsEveryToken || isJwsCompact(token);
+  /**
+   * SPEC §11: a JWS compact serialisation is this authenticator's, whether it validates or not. A
+   * token it has cached was one, so a warm request does not parse the header again.
+   */
+  claims(token: string, hash: string): boolean {
+    return this.#claimsEveryToken || this.#lru.has(hash) || isJwsCompact(token);
   }
 
   cached(hash: string): TokenInfo | undefined {

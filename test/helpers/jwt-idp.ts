@@ -53,6 +53,42 @@ export function signJwt(
     .sign(key.privateKey);
 }
 
+/**
+ * oidc-provider configuration of an IdP issuing JWT access tokens: {@link providerConfiguration}
+ * (clients `app` and `gateway`, introspection) plus `keys` as its JWKS (the first signs) and a
+ * resource server {@link AUDIENCE} whose access tokens are JWTs (RFC 9068, `typ: at+jwt`).
+ * @param adapter - an oidc-provider adapter class; default its in-memory LRU
+ */
+export function jwtProviderConfiguration(
+  keys: readonly SigningKey[],
+  tokenTtlS: number,
+  gatewaySecret = GATEWAY_CLIENT_SECRET,
+  adapter?: unknown,
+): Record<string, unknown> {
+  const signer = keys[0]!;
+  const base = providerConfiguration(gatewaySecret, tokenTtlS, adapter);
+  return {
+    ...base,
+    jwks: { keys: keys.map((k) => k.privateJwk) },
+    clientDefaults: { id_token_signed_response_alg: signer.alg },
+    features: {
+      ...(base.features as Record<string, unknown>),
+      resourceIndicators: {
+        enabled: true,
+        defaultResource: () => undefined,
+        useGrantedResource: () => true,
+        getResourceServerInfo: () => ({
+          scope: "read write",
+          audience: AUDIENCE,
+          accessTokenFormat: "jwt",
+          accessTokenTTL: tokenTtlS,
+          jwt: { sign: { alg: signer.alg, kid: signer.kid } },
+        }),
+      },
+    },
+  };
+}
+
 /** A running IdP. */
 export interface JwtIdp {
   readonly issuer: string;
@@ -92,29 +128,7 @@ export async function startJwtIdp(keys: readonly SigningKey[], tokenTtlS = 600):
   const port = (server.address() as AddressInfo).port;
   const issuer = `http://127.0.0.1:${port}`;
   const provide = (ks: readonly SigningKey[]): void => {
-    const signer = ks[0]!;
-    const base = providerConfiguration(GATEWAY_CLIENT_SECRET, tokenTtlS);
-    const provider = new Provider(issuer, {
-      ...base,
-      jwks: { keys: ks.map((k) => k.privateJwk) },
-      clientDefaults: { id_token_signed_response_alg: signer.alg },
-      features: {
-        ...(base.features as Record<string, unknown>),
-        resourceIndicators: {
-          enabled: true,
-          defaultResource: () => undefined,
-          useGrantedResource: () => true,
-          getResourceServerInfo: () => ({
-            scope: "read write",
-            audience: AUDIENCE,
-            accessTokenFormat: "jwt",
-            accessTokenTTL: tokenTtlS,
-            jwt: { sign: { alg: signer.alg, kid: signer.kid } },
-          }),
-        },
-      },
-    });
-    handle = provider.callback();
+    handle = new Provider(issuer, jwtProviderConfiguration(ks, tokenTtlS)).callback();
   };
   provide(keys);
   const appBasic = `Basic ${Buffer.from("app:app-secret").toString("base64")}`;

@@ -89,7 +89,8 @@ export const ERROR_CATALOG: Readonly<Record<ErrorCode, CatalogEntry>> = Object.f
   auth_unavailable: {
     status: 503,
     message: "Authentication service unavailable",
-    condition: "Introspection source unreachable and nothing usable cached",
+    condition:
+      "Introspection source unreachable and nothing usable cached, or a JWT signed by a key not held while the key set cannot be fetched",
   },
   ratelimit_unavailable: {
     status: 503,

@@ -8,6 +8,7 @@ import type { Logger } from "pino";
 import { CachedIntrospection, type Authenticator } from "./auth/authenticator.js";
 import { AuthenticatorChain } from "./auth/chain.js";
 import { IntrospectionClient } from "./auth/introspection.js";
+import { JwtAuthenticator } from "./auth/jwt-authenticator.js";
 import { StaticTokenSource } from "./auth/static-source.js";
 import { TokenCache } from "./auth/token-cache.js";
 import type { IntrospectionSource } from "./auth/types.js";
@@ -51,14 +52,18 @@ export interface Runtime {
 }
 
 /**
- * The chain of `auth`: the static file or RFC 7662 introspection, each behind its token cache.
- * Sources keep the token members named by `rate_limits.plan_claim` in `TokenInfo.claims`.
+ * The chain of `auth`, most specific first: local JWT validation (SPEC §11) claims JWS-shaped
+ * tokens, then the static file or RFC 7662 introspection, each behind its token cache, takes every
+ * other token. JWT validation alone claims every token (a non-JWS one is refused as malformed).
+ * Every source keeps the token members named by `rate_limits.plan_claim` in `TokenInfo.claims`.
  */
 function authenticatorsOf(config: GatewayConfig, deps: RuntimeDeps): Authenticator[] {
-  const i = config.auth.introspection;
+  const { jwt, introspection: i, static: file } = config.auth;
   const claim = config.rate_limits.plan_claim;
   const claimNames = claim === undefined ? [] : [claim];
-  let source: IntrospectionSource;
+  const chain: Authenticator[] = [];
+  // The static file first: it may throw, and nothing holding sockets or timers exists yet.
+  let source: IntrospectionSource | undefined;
   if (i !== undefined) {
     source = new IntrospectionClient({
       url: i.url,
@@ -68,17 +73,18 @@ function authenticatorsOf(config: GatewayConfig, deps: RuntimeDeps): Authenticat
       metrics: deps.metrics,
       claimNames,
     });
-  } else {
-    source = new StaticTokenSource(config.auth.static!.tokens_file, deps.baseDir, claimNames);
+  } else if (file !== undefined) {
+    source = new StaticTokenSource(file.tokens_file, deps.baseDir, claimNames);
   }
-  const cache = new TokenCache({
-    source,
-    config: (i ?? config.auth.static!).cache,
-    clock: deps.clock,
-    metrics: deps.metrics,
-    logger: deps.logger,
-  });
-  return [new CachedIntrospection(cache)];
+  if (jwt !== undefined) {
+    const claimsEveryToken = source === undefined;
+    chain.push(new JwtAuthenticator({ config: jwt, claimsEveryToken, claimNames, ...deps }));
+  }
+  if (source !== undefined) {
+    const cache = new TokenCache({ source, config: (i ?? file)!.cache, ...deps });
+    chain.push(new CachedIntrospection(cache));
+  }
+  return chain;
 }
 
 const same = (a: unknown, b: unknown): boolean => JSON.stringify(a) === JSON.stringify(b);

@@ -11,8 +11,11 @@ import type { TokenInfo } from "./types.js";
 
 /** An authentication source with a synchronous warm path. */
 export interface Authenticator {
-  /** True when this authenticator decides tokens of this shape ("mine"). */
-  claims(token: string): boolean;
+  /**
+   * True when this authenticator decides this token ("mine").
+   * @param hash - SHA-256 hex of the token, so a token already cached is recognised without parsing
+   */
+  claims(token: string, hash: string): boolean;
   /**
    * Warm path: a fresh cached answer (an inactive token answers `INACTIVE`), or undefined when
    * {@link resolve} must be called.

@@ -35,9 +35,9 @@ export class AuthenticatorChain {
     if (parsed === "missing") return MISSING;
     if (parsed === "malformed") return MALFORMED;
     const token = parsed.token;
+    const hash = hashToken(token);
     for (const authenticator of this.authenticators) {
-      if (!authenticator.claims(token)) continue;
-      const hash = hashToken(token);
+      if (!authenticator.claims(token, hash)) continue;
       const info = authenticator.cached(hash);
       if (info === undefined) return { kind: "miss", token, hash, authenticator };
       // A source never answers an active entry at or past its `exp` (RFC 7662 §2.2).

@@ -70,6 +70,12 @@ export function describeConfig(config: GatewayConfig): string {
           ? "redis sentinel"
           : "redis";
   lines.push(`store: ${store}, failure_mode: ${config.rate_limits.failure_mode}`);
-  lines.push(`auth: ${config.auth.introspection ? "introspection" : "static tokens"}`);
+  const a = config.auth;
+  const auth = [
+    a.jwt === undefined ? undefined : `jwt (issuer ${a.jwt.issuer})`,
+    a.introspection === undefined ? undefined : "introspection",
+    a.static === undefined ? undefined : "static tokens",
+  ];
+  lines.push(`auth: ${auth.filter((s) => s !== undefined).join(" + ")}`);
   return lines.join("\n");
 }

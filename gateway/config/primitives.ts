@@ -25,3 +25,8 @@ export const httpMethod = z
   .string()
   .regex(/^[A-Za-z]+$/, { error: "expected an HTTP method name" })
   .transform((m) => m.toUpperCase());
+
+/** An absolute `http://` or `https://` URL. */
+export const httpUrl = z.string().refine((s) => URL.canParse(s) && /^https?:$/.test(new URL(s).protocol), {
+  error: "expected an http:// or https:// URL",
+});

@@ -7,8 +7,9 @@
  * those of `rate_limits` (unknown default class, plans) in `rate-limits-schema.ts`.
  */
 import { z } from "zod";
+import { authSchema } from "./auth-schema.js";
 import { corsSchema } from "./cors-schema.js";
-import { nonNegativeInt, port, positiveInt } from "./primitives.js";
+import { httpUrl, nonNegativeInt, port, positiveInt } from "./primitives.js";
 import { rateLimitsSchema } from "./rate-limits-schema.js";
 import { listenTlsSchema } from "./tls-schema.js";
 
@@ -17,10 +18,6 @@ const listenerSchema = (defaultPort: number) =>
     host: z.string().min(1).default("0.0.0.0").describe("Interface to bind."),
     port: port.default(defaultPort).describe("TCP port; 0 picks a free one (tests)."),
   });
-
-const httpUrl = z.string().refine((s) => URL.canParse(s) && /^https?:$/.test(new URL(s).protocol), {
-  error: "expected an http:// or https:// URL",
-});
 
 const upstreamSchema = z.strictObject({
   url: httpUrl.describe("Base URL of the upstream; the request path is appended to its path."),
@@ -71,56 +68,6 @@ const routeSchema = z.strictObject({
     .describe("OAuth scopes the token must all carry (403 insufficient_scope otherwise)."),
   strip_prefix: z.boolean().default(false).describe("Remove the prefix before forwarding."),
 });
-
-const cacheSchema = z.strictObject({
-  max_entries: positiveInt.default(100_000).describe("Token cache capacity (entries)."),
-  max_ttl_s: positiveInt.default(300).describe("Longest time a positive answer is trusted (s)."),
-  negative_ttl_s: nonNegativeInt.default(10).describe("Time an inactive/unknown answer is cached (s)."),
-  stale_if_error_s: nonNegativeInt
-    .default(60)
-    .describe("How long past its TTL a positive entry may serve while the source fails (s)."),
-});
-
-const introspectionSchema = z.strictObject({
-  url: httpUrl.describe("RFC 7662 introspection endpoint."),
-  client_id: z.string().min(1).describe("Client id for HTTP Basic client authentication."),
-  client_secret: z.string().min(1).describe("Client secret; use ${ENV_VAR} interpolation."),
-  timeout_ms: positiveInt.default(2_000).describe("Introspection call timeout (ms)."),
-  cache: cacheSchema.prefault({}),
-});
-
-const staticSchema = z.strictObject({
-  tokens_file: z
-    .string()
-    .min(1)
-    .describe(
-      "YAML mapping of token (or sha256:<hex>) to introspection fields; relative to the config file.",
-    ),
-  cache: cacheSchema.prefault({}),
-});
-
-const authSchema = z
-  .strictObject({
-    realm: z.string().min(1).default("api").describe("Realm in WWW-Authenticate challenges."),
-    introspection: introspectionSchema.optional(),
-    static: staticSchema.optional(),
-    forward_authorization: z
-      .boolean()
-      .default(true)
-      .describe("Forward the client's Authorization header to the upstream unchanged."),
-  })
-  .superRefine((auth, ctx) => {
-    if ((auth.introspection === undefined) === (auth.static === undefined)) {
-      ctx.addIssue({
-        code: "custom",
-        message:
-          auth.introspection === undefined
-            ? "expected a token source: `introspection` (an RFC 7662 endpoint) or `static` (a tokens file)"
-            : "expected exactly one of `introspection` or `static`",
-        input: Object.keys(auth),
-      });
-    }
-  });
 
 const listenSchema = listenerSchema(8080).extend({
   grace_ms: positiveInt.default(10_000).describe("Shutdown: time in-flight requests have to finish (ms)."),
@@ -197,5 +144,4 @@ export type GatewayConfig = z.output<typeof gatewayConfigSchema>;
 export type ClassConfig = GatewayConfig["rate_limits"]["classes"][string];
 /** Redis store settings. */
 export type RedisConfig = NonNullable<GatewayConfig["rate_limits"]["store"]["redis"]>;
-/** Token cache settings. */
-export type TokenCacheConfig = z.output<typeof cacheSchema>;
+export type { JwtConfig, TokenCacheConfig } from "./auth-schema.js";

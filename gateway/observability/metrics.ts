@@ -24,6 +24,21 @@ export type AuthResult =
   | "limited";
 /** `gateway_token_cache_lookups_total` result label. */
 export type CacheLookup = "hit" | "miss" | "negative" | "stale";
+/** `gateway_jwks_fetches_total` result label. */
+export type JwksFetchResult = "success" | "error";
+/**
+ * `gateway_jwt_validations_total` result label (SPEC §11): one per local validation of a JWT access
+ * token (RFC 9068), never per cached answer.
+ */
+export type JwtValidationResult =
+  | "valid"
+  | "malformed"
+  | "algorithm"
+  | "bad_signature"
+  | "expired"
+  | "claims"
+  | "unknown_key"
+  | "unavailable";
 /** `gateway_upstream_errors_total` reason label. */
 export type UpstreamErrorReason = "connect" | "timeout" | "reset";
 
@@ -41,6 +56,8 @@ export interface GatewayMetrics {
   introspectionRequests: Counter<"result">;
   introspectionDuration: Histogram;
   tokenCacheLookups: Counter<"result">;
+  jwksFetches: Counter<"result">;
+  jwtValidations: Counter<"result">;
   upstreamErrors: Counter<"upstream" | "reason">;
   configReloads: Counter<"result">;
   buildInfo: Gauge<"version" | "node_version">;
@@ -126,6 +143,18 @@ export function createMetrics(registry: Registry, version: string): GatewayMetri
     tokenCacheLookups: new Counter({
       name: "gateway_token_cache_lookups_total",
       help: "Token cache lookups (hit, miss, negative, stale).",
+      labelNames: ["result"],
+      registers,
+    }),
+    jwksFetches: new Counter({
+      name: "gateway_jwks_fetches_total",
+      help: "Fetches of the JWT key set, discovery included, by result (success, error).",
+      labelNames: ["result"],
+      registers,
+    }),
+    jwtValidations: new Counter({
+      name: "gateway_jwt_validations_total",
+      help: "Local JWT access-token validations by result (valid, malformed, algorithm, bad_signature, expired, claims, unknown_key, unavailable).",
       labelNames: ["result"],
       registers,
     }),

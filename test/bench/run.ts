@@ -8,9 +8,10 @@
  *   e   the gateway, Redis, IETF headers and a shadow class on the benched path
  *   f   the gateway, Redis store, plans and 1000 consumers (the caller found among them); paired
  *       against d round by round (issue 13: within 3 %)
+ *   dj  the gateway, Redis, a warm JWT access token (auth.jwt beside introspection), paired with d
  *
- * then the cache-churn runs (10k tokens and identities) and the cold-token run (every token new,
- * introspected by oidc-provider). Servers run on core 0; wrk and redis-server (which stands for its
+ * then the cache-churn runs (10k tokens and identities) and the cold-token runs (every token new):
+ * opaque tokens introspected by oidc-provider, and JWTs from the same provider validated locally. Servers run on core 0; wrk and redis-server (which stands for its
  * own host) on core 1 (taskset). Warm cells use a static tokens file with one token, warmed before
  * measuring. `npm run bench -- --profile` profiles
  * instead (see profile.ts).
@@ -31,6 +32,7 @@ import {
   fmt,
   mainTable,
   med,
+  median,
   pairedTable,
   ratioTable,
   type Row,
@@ -49,6 +51,7 @@ import {
   writeChurnTokens,
   writeWarmTokens,
   PRO_READ_LIMIT,
+  type BenchAuthServer,
   type BenchRedis,
   type GatewayTarget,
   type GatewayVariant,
@@ -80,6 +83,9 @@ interface Cell {
   gateway?: GatewayTarget;
   redis?: BenchRedis;
   check?: (r: Awaited<ReturnType<typeof get>>) => string | null;
+  /** The cell's bearer token and wrk script when not the shared warm token's. */
+  token?: string;
+  script?: string;
   row: Row;
 }
 
@@ -161,9 +167,9 @@ async function tryGateway(
 }
 
 /** True when a request through `gw` reaches Redis (not the fail-open memory fallback). */
-async function usesRedis(gw: GatewayTarget, redis: BenchRedis): Promise<string | null> {
+async function usesRedis(gw: GatewayTarget, redis: BenchRedis, token: string): Promise<string | null> {
   const before = (await redis.commandCalls()).get("evalsha") ?? 0;
-  await get(gw.url + PATH, { authorization: `Bearer ${TOKEN}` });
+  await get(gw.url + PATH, { authorization: `Bearer ${token}` });
   const after = (await redis.commandCalls()).get("evalsha") ?? 0;
   const degraded = metricSum(await gw.metrics(), "gateway_ratelimit_store_degraded");
   if (after === before) return "no EVALSHA reached Redis (store not wired or failing open)";
@@ -182,6 +188,7 @@ async function main(): Promise<number> {
     return 1;
   }
   pinSelf();
+  const only = process.env.BENCH_CELLS?.split(",").map((c) => c.trim());
   const dir = mkdtempSync(path.join(tmpdir(), "gateway-bench-"));
   const started: { child: { stop(): Promise<void> } }[] = [];
   const keep = <T extends { child: { stop(): Promise<void> } }>(t: T): T => (started.push(t), t);
@@ -198,6 +205,18 @@ async function main(): Promise<number> {
     const bare = keep(await startBareProxy(upstream.url));
     const undici = keep(await startUndiciProxy(upstream.url, "dispatch"));
     const undiciStream = keep(await startUndiciProxy(upstream.url, "stream"));
+    // The IdP issues the cold runs' tokens and the warm JWT cell's token up front.
+    let auth: BenchAuthServer | string = "not selected";
+    if (only === undefined || only.includes("dj")) {
+      console.log(
+        `identity provider: issuing ${COLD_TOKENS} opaque tokens and ${COLD_TOKENS} JWTs (RS256) with oidc-provider…`,
+      );
+      try {
+        auth = keep(await startAuthServer(dir, COLD_TOKENS, COLD_TOKENS, 300_000));
+      } catch (err) {
+        auth = (err as Error).message.slice(0, 200);
+      }
+    }
     const gw = {
       c: await tryGateway("c-memory", dir, upstream, { tokensFile: warmTokens }),
       d: await tryGateway("d-redis", dir, upstream, {
@@ -219,6 +238,20 @@ async function main(): Promise<number> {
         plans: true,
       }),
     };
+    const dj =
+      typeof auth === "string"
+        ? auth
+        : await tryGateway("dj-redis-jwt", dir, upstream, {
+            redisUrl: redis.url,
+            keyPrefix: "bdj",
+            introspection: {
+              url: auth.introspectionUrl,
+              clientId: auth.clientId,
+              clientSecret: auth.clientSecret,
+            },
+            jwt: { issuer: auth.issuer, audience: auth.audience },
+          });
+    if (typeof dj !== "string") keep(dj);
     const altMain = process.env.BENCH_ALT_MAIN;
     const alt =
       altMain === undefined
@@ -285,6 +318,25 @@ async function main(): Promise<number> {
     gwCell("d", "gateway, Redis store", false, "read", true);
     gwCell("e", "gateway, Redis, IETF headers + shadow class", true, "user", true);
     gwCell("f", "gateway, Redis store, plans + 1000 consumers", false, "read", true, PRO_READ_LIMIT);
+    {
+      const label = "gateway, Redis store, warm JWT (auth.jwt beside introspection)";
+      const cell: Cell = {
+        id: "dj",
+        label,
+        target: null,
+        row: row("dj", label),
+        check: gatewayCheck(false, "read"),
+      };
+      if (typeof dj === "string") cell.row.pending = dj;
+      else if (typeof auth !== "string") {
+        cell.target = dj;
+        cell.gateway = dj;
+        cell.redis = redis;
+        cell.token = auth.warmJwt;
+        cell.script = staticTokenScript(dir, auth.warmJwt, "warm-jwt");
+      }
+      cells.push(cell);
+    }
     if (alt !== undefined) {
       const cell: Cell = {
         id: "d*",
@@ -314,31 +366,31 @@ async function main(): Promise<number> {
     // Sanity: each cell answers 200 with the expected headers; Redis cells really use Redis.
     for (const cell of cells) {
       if (cell.target === null) continue;
-      const r = await get(cell.target.url + PATH, { authorization: `Bearer ${TOKEN}` }).catch((e: Error) => ({
+      const token = cell.token ?? TOKEN;
+      const r = await get(cell.target.url + PATH, { authorization: `Bearer ${token}` }).catch((e: Error) => ({
         status: 0,
         headers: {},
         body: e.message,
       }));
       let problem = cell.check?.(r) ?? (r.status === 200 ? null : `answers ${r.status}`);
       if (problem === null && cell.redis !== undefined && cell.gateway !== undefined)
-        problem = await usesRedis(cell.gateway, cell.redis);
+        problem = await usesRedis(cell.gateway, cell.redis, token);
       if (problem !== null) {
         console.log(`  ${cell.id}: pending — ${problem}`);
         cell.row.pending = problem;
         cell.target = null;
       }
     }
-    const only = process.env.BENCH_CELLS?.split(",").map((c) => c.trim());
     if (only !== undefined) for (const c of cells) if (!only.includes(c.id)) c.row.pending ??= "not selected";
     const active = cells.filter((c) => c.target !== null && c.row.pending === undefined);
     console.log(`warm-up: ${WARMUP_S} s per cell (JIT, pooled connections, token cache)`);
-    for (const cell of active) await runWarmup(cell.target!, script);
+    for (const cell of active) await runWarmup(cell.target!, cell.script ?? script);
 
     for (let round = 0; round < ROUNDS; round++) {
       // Rotate the order so no cell always runs first (or right after the same neighbour).
       const order = active.map((_, i) => active[(i + round) % active.length]!);
       for (const cell of order) {
-        const s = await measure(cell.target!, script, SECONDS, {
+        const s = await measure(cell.target!, cell.script ?? script, SECONDS, {
           ...(cell.gateway === undefined ? {} : { gateway: cell.gateway }),
           ...(cell.redis === undefined ? {} : { redis: cell.redis }),
         });
@@ -355,7 +407,7 @@ async function main(): Promise<number> {
     // Free the server core for the runs below.
     for (const cell of active) if (cell.id !== "a") await cell.target!.child.stop();
 
-    const extraRows = only === undefined ? await churnAndCold(dir, upstream, redis, keep) : [];
+    const extraRows = only === undefined ? await churnAndCold(dir, upstream, redis, auth, keep) : [];
     const rows = cells.map((c) => c.row).filter((r) => r.pending !== "not selected");
     const md = report(rows, extraRows, (Date.now() - t0) / 1000);
     console.log(`\n${md}`);
@@ -374,11 +426,12 @@ async function runWarmup(target: Target, script: string): Promise<void> {
   await runWrk(target.url + PATH, { seconds: WARMUP_S, connections: CONNECTIONS, script });
 }
 
-/** The churn runs (memory and Redis) and the cold-token run, each on a fresh gateway. */
+/** The churn runs (memory and Redis) and the two cold-token runs, each on a fresh gateway. */
 async function churnAndCold(
   dir: string,
   upstream: Target,
   redis: BenchRedis,
+  auth: BenchAuthServer | string,
   keep: <T extends { child: { stop(): Promise<void> } }>(t: T) => T,
 ): Promise<Row[]> {
   const rows: Row[] = [];
@@ -416,49 +469,73 @@ async function churnAndCold(
     await g.child.stop();
   }
 
-  console.log(`cold tokens: issuing ${COLD_TOKENS} tokens with oidc-provider (client_credentials)…`);
-  let auth;
-  try {
-    auth = keep(await startAuthServer(dir, COLD_TOKENS, 180_000));
-  } catch (err) {
-    rows.push({
-      id: "cold",
-      label: "cold tokens",
-      samples: [],
-      pending: (err as Error).message.slice(0, 200),
-    });
+  if (typeof auth === "string") {
+    rows.push({ id: "cold", label: "cold tokens", samples: [], pending: auth });
     return rows;
   }
   const rate = (auth.issued / auth.issueMs) * 1000;
+  const jwtRate = (auth.jwtIssued / auth.jwtIssueMs) * 1000;
   console.log(
-    `  issued ${auth.issued} tokens in ${fmt(auth.issueMs / 1000, 1)} s (${fmt(rate, 0)} tokens/s)`,
+    `  issued ${auth.issued} opaque tokens in ${fmt(auth.issueMs / 1000, 1)} s (${fmt(rate, 0)}/s), ` +
+      `${auth.jwtIssued} JWTs in ${fmt(auth.jwtIssueMs / 1000, 1)} s (${fmt(jwtRate, 0)}/s)`,
   );
-  const g = await tryGateway("cold", dir, upstream, {
-    redisUrl: redis.url,
-    keyPrefix: "bk",
-    introspection: { url: auth.introspectionUrl, clientId: auth.clientId, clientSecret: auth.clientSecret },
-  });
-  const label = "cold tokens (introspection per call), Redis store";
-  if (typeof g === "string") {
-    rows.push({ id: "cold", label, samples: [], pending: g });
-    return rows;
+  const introspection = {
+    url: auth.introspectionUrl,
+    clientId: auth.clientId,
+    clientSecret: auth.clientSecret,
+  };
+  const coldCells: [string, string, GatewayVariant, string, string][] = [
+    [
+      "cold",
+      "cold tokens (introspection per call), Redis store",
+      { redisUrl: redis.url, keyPrefix: "bk", introspection },
+      auth.tokensFile,
+      `${auth.issued} tokens issued in ${fmt(auth.issueMs / 1000, 1)} s (${fmt(rate, 0)}/s)`,
+    ],
+    [
+      "cold-jwt",
+      "cold JWTs (RS256, validated locally per call), Redis store",
+      {
+        redisUrl: redis.url,
+        keyPrefix: "bkj",
+        introspection,
+        jwt: { issuer: auth.issuer, audience: auth.audience },
+      },
+      auth.jwtFile,
+      `${auth.jwtIssued} JWTs issued in ${fmt(auth.jwtIssueMs / 1000, 1)} s (${fmt(jwtRate, 0)}/s)`,
+    ],
+  ];
+  for (const [id, label, v, tokensFile, issued] of coldCells) {
+    const g = await tryGateway(id, dir, upstream, v);
+    if (typeof g === "string") {
+      rows.push({ id, label, samples: [], pending: g });
+      continue;
+    }
+    keep(g);
+    if (v.jwt !== undefined) {
+      // Its key set is fetched at start: the warm JWT (in neither token file) shows it is held.
+      const ready = await get(g.url + PATH, { authorization: `Bearer ${auth.warmJwt}` });
+      if (ready.status !== 200) {
+        rows.push({ id, label, samples: [], pending: `the warm JWT answered ${ready.status}` });
+        await g.child.stop();
+        continue;
+      }
+    }
+    const cold = cyclingTokenScript(dir, tokensFile, true, id);
+    const a0 = cpuMicros(auth.child.pid);
+    const s = await measure(g, cold.script, COLD_SECONDS, { gateway: g, redis }, cold.doneFile);
+    const authCpu = (cpuMicros(auth.child.pid) - a0) / Math.max(s.requests, 1);
+    const rssMb = rssBytes(g.child.pid) / 2 ** 20;
+    console.log(`  ${id}: ${fmt(s.rps, 0)} req/s, ${fmt(s.introspectionsPerReq ?? 0, 3)} introspections/req`);
+    rows.push({
+      id,
+      label,
+      samples: [s],
+      rssMb,
+      note: `${issued}; oidc-provider CPU ${fmt(authCpu, 0)} µs/req`,
+    });
+    await g.child.stop();
   }
-  keep(g);
-  const cold = cyclingTokenScript(dir, auth.tokensFile, true, "cold");
-  const a0 = cpuMicros(auth.child.pid);
-  const s = await measure(g, cold.script, COLD_SECONDS, { gateway: g, redis }, cold.doneFile);
-  const authCpu = (cpuMicros(auth.child.pid) - a0) / Math.max(s.requests, 1);
-  const rssMb = rssBytes(g.child.pid) / 2 ** 20;
-  console.log(`  cold: ${fmt(s.rps, 0)} req/s, ${fmt(s.introspectionsPerReq ?? 0, 3)} introspections/req`);
-  rows.push({
-    id: "cold",
-    label,
-    samples: [s],
-    rssMb,
-    note:
-      `${auth.issued} tokens issued in ${fmt(auth.issueMs / 1000, 1)} s (${fmt(rate, 0)}/s); ` +
-      `oidc-provider CPU ${fmt(authCpu, 0)} µs/req`,
-  });
   return rows;
 }
 
@@ -484,6 +561,7 @@ function report(rows: Row[], extra: Row[], elapsedS: number): string {
     pairedTable(rows, "d", "f"),
     pairedTable(rows, "d", "d*"),
     pairedTable(rows, "c", "c*"),
+    pairedTable(rows, "d", "dj"),
     "",
     "Per request (warm cells; expected: 1 EVALSHA, 0 token-source and introspection calls):",
     "",
@@ -491,7 +569,8 @@ function report(rows: Row[], extra: Row[], elapsedS: number): string {
     "",
     "Cache churn (10k distinct tokens and identities cycled by the wrk script, measured after one " +
       "pass over them filled the cache; RSS after) and cold " +
-      "tokens (every token new to the gateway, introspected by oidc-provider on the same core):",
+      "tokens (every token new to the gateway: opaque ones introspected by oidc-provider on the same core, " +
+      "JWTs from the same provider validated locally):",
     "",
     mainTable(extra),
     "",
@@ -499,6 +578,23 @@ function report(rows: Row[], extra: Row[], elapsedS: number): string {
     "",
     ...extra.filter((r) => r.note !== undefined).map((r) => `- ${r.id}: ${r.note}`),
   ];
+  const cold = extra.find((r) => r.id === "cold");
+  const coldJwt = extra.find((r) => r.id === "cold-jwt");
+  if (cold !== undefined && coldJwt !== undefined && cold.samples.length > 0 && coldJwt.samples.length > 0) {
+    const ratio = med(coldJwt.samples, (s) => s.rps) / med(cold.samples, (s) => s.rps);
+    lines.push("", `Targets: cold-jwt/cold ≥ 5 → ${fmt(ratio, 2)} (${ratio >= 5 ? "met" : "missed"}).`);
+  }
+  const dj = rows.find((r) => r.id === "dj");
+  if (d !== undefined && dj !== undefined && d.samples.length > 0 && dj.samples.length > 0) {
+    const n = Math.min(d.samples.length, dj.samples.length);
+    const perRound = Array.from({ length: n }, (_, i) => dj.samples[i]!.rps / d.samples[i]!.rps);
+    const ratio = median(perRound);
+    lines.push(
+      "",
+      `Targets: warm JWT within 3 % of warm token cache (dj/d paired) → ${fmt(ratio, 3)} ` +
+        `(${ratio >= 0.97 ? "met" : "missed"}).`,
+    );
+  }
   if (d !== undefined && b !== undefined && d.samples.length > 0 && b.samples.length > 0) {
     const ratio = med(d.samples, (s) => s.rps) / med(b.samples, (s) => s.rps);
     const dp99 = med(d.samples, (s) => s.p99Ms) - med(b.samples, (s) => s.p99Ms);

@@ -124,20 +124,32 @@ export async function startRedis(dir: string): Promise<BenchRedis> {
   };
 }
 
-/** The RFC 7662 server (cold run) and the tokens it issued. */
+/** The identity provider (cold runs, warm JWT cell) and the tokens it issued. */
 export interface BenchAuthServer {
   readonly child: Child;
   readonly introspectionUrl: string;
   readonly clientId: string;
   readonly clientSecret: string;
+  /** Issuer and audience of its JWT access tokens. */
+  readonly issuer: string;
+  readonly audience: string;
+  /** Opaque tokens, one per line. */
   readonly tokensFile: string;
   readonly issued: number;
   readonly issueMs: number;
+  /** JWT access tokens, one per line. */
+  readonly jwtFile: string;
+  readonly jwtIssued: number;
+  readonly jwtIssueMs: number;
+  /** One more JWT, in neither file (the warm JWT cell's). */
+  readonly warmJwt: string;
 }
 
+/** Starts the IdP child, which issues `count` opaque tokens and `jwtCount` JWTs before it answers. */
 export async function startAuthServer(
   dir: string,
   count: number,
+  jwtCount: number,
   timeoutMs: number,
 ): Promise<BenchAuthServer> {
   const [port] = (await freePorts(1)) as [number];
@@ -145,7 +157,15 @@ export async function startAuthServer(
   const child = spawnServer(
     "oidc-provider",
     process.execPath,
-    ["--import", "tsx", path.join(HERE, "auth-server.ts"), String(port), tokensFile, String(count)],
+    [
+      "--import",
+      "tsx",
+      path.join(HERE, "auth-server.ts"),
+      String(port),
+      tokensFile,
+      String(count),
+      String(jwtCount),
+    ],
     { stdout: "pipe", cwd: ROOT },
   );
   const line = await new Promise<string>((resolve, reject) => {
@@ -164,8 +184,8 @@ export async function startAuthServer(
     });
     void child.exited.then(() => reject(new Error(`oidc-provider exited: ${child.stderr()}`)));
   });
-  const info = JSON.parse(line) as Omit<BenchAuthServer, "child" | "tokensFile">;
-  return { child, tokensFile, ...info };
+  const info = JSON.parse(line) as Omit<BenchAuthServer, "child" | "tokensFile" | "jwtFile">;
+  return { child, tokensFile, jwtFile: `${tokensFile}.jwt`, ...info };
 }
 
 /** Gateway variants of the table. */
@@ -182,6 +202,8 @@ export interface GatewayVariant {
   plans?: boolean;
   tokensFile?: string;
   introspection?: { url: string; clientId: string; clientSecret: string };
+  /** Adds `auth.jwt` (in front of the introspection or static source). */
+  jwt?: { issuer: string; audience: string };
   /** Extra `node` flags (profiling). */
   nodeArgs?: string[];
   /** Working directory of the child (where `--cpu-prof` writes by default). */
@@ -243,6 +265,10 @@ export function gatewayConfig(
     windows: [{ limit: HUGE, window_s: 3600 }],
   };
   const cache = { max_entries: 100_000, max_ttl_s: 3600 };
+  const jwt =
+    v.jwt === undefined
+      ? {}
+      : { jwt: { issuer: v.jwt.issuer, audience: [v.jwt.audience], timeout_ms: 5000, cache } };
   return {
     listen: {
       host: "127.0.0.1",
@@ -259,6 +285,7 @@ export function gatewayConfig(
       v.introspection !== undefined
         ? {
             realm: "api",
+            ...jwt,
             introspection: {
               url: v.introspection.url,
               client_id: v.introspection.clientId,
@@ -267,7 +294,7 @@ export function gatewayConfig(
               cache,
             },
           }
-        : { realm: "api", static: { tokens_file: v.tokensFile!, cache } },
+        : { realm: "api", ...jwt, static: { tokens_file: v.tokensFile!, cache } },
     rate_limits: {
       ...(v.redisUrl !== undefined
         ? {

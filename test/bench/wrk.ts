@@ -35,9 +35,12 @@ export function ensureWrk(): string | null {
   );
 }
 
-/** Lua: one fixed bearer token on every request. */
-export function staticTokenScript(dir: string, token: string): string {
-  const file = path.join(dir, "static-token.lua");
+/**
+ * Lua: one fixed bearer token on every request.
+ * @param name - file name stem of the script
+ */
+export function staticTokenScript(dir: string, token: string, name = "static-token"): string {
+  const file = path.join(dir, `${name}.lua`);
   writeFileSync(file, `wrk.method = "GET"\nwrk.headers["Authorization"] = "Bearer ${token}"\n`);
   return file;
 }

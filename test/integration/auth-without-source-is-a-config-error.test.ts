@@ -12,7 +12,7 @@ import { FIXTURES } from "../helpers/gateway.js";
 
 const file = path.join(FIXTURES, "config", "auth_without_source.yaml");
 const MESSAGE =
-  "  auth: expected a token source: `introspection` (an RFC 7662 endpoint) or `static` (a tokens file)" +
+  "  auth: expected a token source: `jwt` (JWT access tokens), `introspection` (an RFC 7662 endpoint) or `static` (a tokens file)" +
   " (line 6, col 3)\n";
 
 describe("an auth block without a token source", () => {

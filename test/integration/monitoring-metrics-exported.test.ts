@@ -1,7 +1,7 @@
 /**
  * Every metric the shipped Grafana dashboard and Prometheus alert rules query
  * (config/monitoring/) is exported by a running gateway: a real gateway with a Redis limit store
- * and a real RFC 7662 introspection source (oidc-provider) is exercised until its labelled
+ * and a real IdP (oidc-provider) for RFC 7662 introspection and JWT access tokens is exercised until its labelled
  * families have samples, then its admin `/metrics` is scraped. A name counts as exported when the
  * scrape has its `# TYPE` line (`x_bucket`, `x_sum`, `x_count` resolve to histogram `x`);
  * monitoring-rules.test.ts checks the same names, labels and values against the registry
@@ -16,7 +16,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parse, stringify } from "yaml";
 import { startGateway, testConfig, type TestGateway } from "../helpers/gateway.js";
 import { closeServer, listen, request } from "../helpers/http.js";
-import { introspectionAuthConfig, startAuthServer, type AuthServer } from "../helpers/oidc.js";
+import { jwtAuthConfig, signingKey, startJwtIdp, type JwtIdp } from "../helpers/jwt-idp.js";
 import { scrape, type Scrape } from "../helpers/prom.js";
 import { RedisServer } from "../helpers/redis-server.js";
 
@@ -68,7 +68,7 @@ function familyOf(m: Scrape, name: string): string | undefined {
 describe("metrics used by config/monitoring, against a running gateway", () => {
   const dir = mkdtempSync(path.join(tmpdir(), "monitoring-exported-"));
   let redis: RedisServer;
-  let auth: AuthServer;
+  let auth: JwtIdp;
   let upstream: { server: Server; url: string };
   let gw: TestGateway;
   let m: Scrape;
@@ -76,7 +76,7 @@ describe("metrics used by config/monitoring, against a running gateway", () => {
   beforeAll(async () => {
     [redis, auth, upstream] = await Promise.all([
       RedisServer.start(),
-      startAuthServer(),
+      signingKey("monitoring").then((key) => startJwtIdp([key])),
       listen((req, res) => {
         req.resume();
         res.writeHead(200).end("ok");
@@ -90,7 +90,7 @@ describe("metrics used by config/monitoring, against a running gateway", () => {
         { prefix: "/v1", upstream: "docs" },
         { prefix: "/dead", upstream: "dead" },
       ],
-      auth: introspectionAuthConfig(auth),
+      auth: jwtAuthConfig(auth, {}, true),
       rate_limits: {
         // A loaded CI machine must not turn a slow Redis answer into a failover decision here.
         store: { redis: { url: redis.url, key_prefix: "monitoring-exported", command_timeout_ms: 2000 } },
@@ -101,7 +101,8 @@ describe("metrics used by config/monitoring, against a running gateway", () => {
       },
     });
     gw = await startGateway(config);
-    const token = await auth.issueToken("read write");
+    const token = await auth.issueOpaque("read write");
+    const jwt = await auth.issueJwt("read");
     const call = async (target: string, method = "GET", authorization: string | null = `Bearer ${token}`) =>
       (
         await request(`${gw.url}${target}`, {
@@ -115,11 +116,12 @@ describe("metrics used by config/monitoring, against a running gateway", () => {
       await call("/v1/a", "POST"),
       await call("/v1/a", "POST"),
       await call("/v1/a", "GET", "Bearer not-a-real-token"),
+      await call("/v1/a", "GET", `Bearer ${jwt}`),
       await call("/v1/a", "GET", null),
       await call("/nowhere"),
       await call("/dead/a"),
     ];
-    expect(statuses).toEqual([200, 200, 200, 429, 401, 401, 404, 502]);
+    expect(statuses).toEqual([200, 200, 200, 429, 401, 200, 401, 404, 502]);
     const good = path.join(dir, "good.yaml");
     const bad = path.join(dir, "bad.yaml");
     writeFileSync(good, stringify(config));

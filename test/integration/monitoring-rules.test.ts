@@ -24,6 +24,8 @@ import {
   type AuthResult,
   type CacheLookup,
   type DecisionOutcome,
+  type JwksFetchResult,
+  type JwtValidationResult,
   type UpstreamErrorReason,
 } from "../../gateway/observability/metrics.js";
 
@@ -303,6 +305,19 @@ const ENUMERATED: Record<string, Record<string, readonly string[]>> = {
     reason: ["connect", "timeout", "reset"] satisfies readonly UpstreamErrorReason[],
   },
   gateway_introspection_requests_total: { result: ["active", "inactive", "error"] },
+  gateway_jwt_validations_total: {
+    result: [
+      "valid",
+      "malformed",
+      "algorithm",
+      "bad_signature",
+      "expired",
+      "claims",
+      "unknown_key",
+      "unavailable",
+    ] satisfies readonly JwtValidationResult[],
+  },
+  gateway_jwks_fetches_total: { result: ["success", "error"] satisfies readonly JwksFetchResult[] },
   gateway_config_reloads_total: { result: ["success", "error"] },
 };
 
@@ -477,6 +492,8 @@ describe("config/monitoring against the gateway's metrics", () => {
       "gateway_config_reloads_total",
       "gateway_plan_claim_unknown_total",
       'plan=~"$plan"',
+      "gateway_jwt_validations_total",
+      "gateway_jwks_fetches_total",
     ]) {
       expect(all, needle).toContain(needle);
     }

@@ -5,6 +5,7 @@
 import { spawnSync } from "node:child_process";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
+import { describeConfig } from "../../gateway/config/describe.js";
 import { loadConfig, parseConfig } from "../../gateway/config/load.js";
 import { configFixture, problemsOf } from "../helpers/config-problems.js";
 import { FIXTURES } from "../helpers/gateway.js";
@@ -58,7 +59,7 @@ describe("configuration errors name the key path", () => {
 
   it("auth_without_source", () => {
     expect(problemsOf("auth_without_source.yaml")).toEqual([
-      "auth: expected a token source: `introspection` (an RFC 7662 endpoint) or `static` (a tokens file) @6:3",
+      "auth: expected a token source: `jwt` (JWT access tokens), `introspection` (an RFC 7662 endpoint) or `static` (a tokens file) @6:3",
     ]);
   });
 
@@ -102,7 +103,20 @@ describe("configuration errors name the key path", () => {
 
   it("both_auth_sources", () => {
     expect(problemsOf("both_auth_sources.yaml")).toEqual([
-      "auth: expected exactly one of `introspection` or `static` @6:3",
+      "auth: expected one of `jwt`, `introspection` or `static`, or `jwt` beside one of the other two @6:3",
+    ]);
+  });
+
+  it("no_auth_source", () => {
+    expect(problemsOf("no_auth_source.yaml")).toEqual([
+      "auth: expected a token source: `jwt` (JWT access tokens), `introspection` (an RFC 7662 endpoint) or `static` (a tokens file) @6:3",
+    ]);
+  });
+
+  it("jwt_hmac_algorithm_and_no_audience", () => {
+    expect(problemsOf("jwt_hmac_algorithm_and_no_audience.yaml")).toEqual([
+      "auth.jwt.audience: expected at least one audience, received [] @8:15",
+      'auth.jwt.algorithms[1]: expected an asymmetric JWS algorithm (RS256, RS384, RS512, PS256, PS384, PS512, ES256, ES384, ES512, EdDSA, Ed25519); none and HS* are refused, received "HS256" @9:25',
     ]);
   });
 
@@ -147,6 +161,21 @@ describe("a valid configuration", () => {
     expect(() => {
       (config.listen as { port: number }).port = 1;
     }).toThrow(TypeError);
+  });
+
+  it("takes jwt beside introspection, with SPEC §11's defaults", () => {
+    const { config } = loadConfig(fixture("valid_jwt_beside_introspection.yaml"), {});
+    expect(config.auth.introspection).toBeDefined();
+    expect(config.auth.jwt).toEqual({
+      issuer: "https://idp.example.com/",
+      audience: ["https://api.example.com"],
+      algorithms: ["RS256", "PS256", "ES256", "EdDSA"],
+      leeway_s: 30,
+      timeout_ms: 2000,
+      jwks_refresh_s: 300,
+      cache: { max_entries: 100_000, max_ttl_s: 300, negative_ttl_s: 10 },
+    });
+    expect(describeConfig(config)).toContain("auth: jwt (issuer https://idp.example.com/) + introspection");
   });
 
   it("upper-cases methods and supports ${VAR:-default}", () => {

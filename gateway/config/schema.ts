@@ -9,6 +9,7 @@
 import { z } from "zod";
 import { corsSchema } from "./cors-schema.js";
 import { httpMethod, nonNegativeInt, port, positiveInt } from "./primitives.js";
+import { tracingSchema } from "./tracing-schema.js";
 
 const listenerSchema = (defaultPort: number) =>
   z.strictObject({
@@ -231,6 +232,9 @@ export const gatewayConfigSchema = z
         ietf: z.boolean().default(false).describe("Add RateLimit-Policy and RateLimit (IETF draft -10)."),
       })
       .prefault({}),
+    tracing: tracingSchema
+      .prefault({})
+      .describe("OpenTelemetry traces over OTLP/HTTP (SPEC §13); off without an endpoint."),
     log: z
       .strictObject({
         level: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),

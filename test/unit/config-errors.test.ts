@@ -48,6 +48,14 @@ describe("configuration errors name the key path", () => {
     ]);
   });
 
+  it("tracing_bad_endpoint_and_ratio: an OTLP/gRPC URL, a ratio above 1 and a misspelt key", () => {
+    expect(problemsOf("tracing_bad_endpoint_and_ratio.yaml")).toEqual([
+      'tracing.endpoint: expected an http:// or https:// URL (OTLP/HTTP, e.g. http://127.0.0.1:4318/v1/traces), received "grpc://127.0.0.1:4317" @11:13',
+      "tracing.sample_ratio: expected a number from 0 to 1, received 1.5 @12:17",
+      'tracing: unknown key "service_nam" (did you mean "service_name"?) @13:3',
+    ]);
+  });
+
   it("misspelt_top_level_key also leaves the real key missing", () => {
     expect(problemsOf("misspelt_top_level_key.yaml")).toEqual([
       "rate_limits: required",

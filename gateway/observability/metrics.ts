@@ -26,6 +26,8 @@ export type AuthResult =
 export type CacheLookup = "hit" | "miss" | "negative" | "stale";
 /** `gateway_upstream_errors_total` reason label. */
 export type UpstreamErrorReason = "connect" | "timeout" | "reset";
+/** `gateway_tracing_spans_dropped_total` reason label (SPEC §13). */
+export type SpanDropReason = "queue_full" | "export_failed";
 
 /** The gateway's metric families. */
 export interface GatewayMetrics {
@@ -44,6 +46,8 @@ export interface GatewayMetrics {
   configReloads: Counter<"result">;
   buildInfo: Gauge<"version" | "node_version">;
   inflight: Gauge;
+  tracingSpansExported: Counter;
+  tracingSpansDropped: Counter<"reason">;
 }
 
 /**
@@ -144,6 +148,17 @@ export function createMetrics(registry: Registry, version: string): GatewayMetri
     inflight: new Gauge({
       name: "gateway_inflight_requests",
       help: "Requests in flight on the API listener.",
+      registers,
+    }),
+    tracingSpansExported: new Counter({
+      name: "gateway_tracing_spans_exported_total",
+      help: "Sampled spans the OTLP collector accepted.",
+      registers,
+    }),
+    tracingSpansDropped: new Counter({
+      name: "gateway_tracing_spans_dropped_total",
+      help: "Sampled spans never delivered, by reason (queue_full, export_failed).",
+      labelNames: ["reason"],
       registers,
     }),
   };

@@ -125,6 +125,7 @@ export class Http1Transport implements UpstreamSink, UpgradeSink {
   upgraded(req: IncomingMessage, headers: HeaderMap): void {
     const scope = (req as Scoped<IncomingMessage>)[SCOPE];
     if (scope === undefined) return;
+    scope.trace?.upstreamResponded(101);
     this.d.pipeline.upstreamHead(scope, headers, scope.route!.upstream, true);
     scope.finish(101, performance.now());
   }
@@ -133,6 +134,7 @@ export class Http1Transport implements UpstreamSink, UpgradeSink {
   refused(req: IncomingMessage, status: number, headers: HeaderMap): void {
     const scope = (req as Scoped<IncomingMessage>)[SCOPE];
     if (scope === undefined) return;
+    scope.trace?.upstreamResponded(status);
     this.d.pipeline.upstreamHead(scope, headers, scope.route!.upstream);
     headers.connection = "close";
     scope.finish(status, performance.now());
@@ -142,6 +144,7 @@ export class Http1Transport implements UpstreamSink, UpgradeSink {
   failed(req: IncomingMessage, socket: Socket, reason: UpstreamErrorReason, upstream: string): void {
     this.d.metrics.upstreamErrors.inc({ upstream, reason });
     const scope = (req as Scoped<IncomingMessage>)[SCOPE];
+    scope?.trace?.upstreamFailed(reason);
     if (scope === undefined || scope.finished || !socket.writable) {
       socket.destroy();
       return;
@@ -174,7 +177,7 @@ export class Http1Transport implements UpstreamSink, UpgradeSink {
         return this.send(res, preflightResponse(scope, this.d.clock.nowMs()));
       case "proxy":
         scope.upstreamStartMs = performance.now();
-        outcome.upstream.forward(req, res, scope.method, outcome.path, outcome.headers);
+        outcome.upstream.forward(req, res, scope.method, outcome.path, outcome.headers, scope.trace);
     }
   }
 
@@ -197,7 +200,7 @@ export class Http1Transport implements UpstreamSink, UpgradeSink {
       case "proxy":
         req.url = outcome.path;
         scope.upstreamStartMs = performance.now();
-        outcome.upstream.upgrade(req, socket, head);
+        outcome.upstream.upgrade(req, socket, head, scope.trace);
     }
   }
 

@@ -45,6 +45,7 @@ const SHUTDOWN_TIMEOUT_MS = 5000;
 export class Tracing {
   readonly settings: TracingSettings;
   private readonly provider: BasicTracerProvider;
+  private readonly exporter: CountingExporter;
   private readonly tracer: Tracer;
   private readonly propagator = new W3CTraceContextPropagator();
 
@@ -55,6 +56,7 @@ export class Tracing {
   constructor(settings: TracingSettings, outcomes: SpanOutcomes, version: string) {
     this.settings = settings;
     const exporter = new CountingExporter(new OTLPTraceExporter({ url: settings.endpoint }), outcomes);
+    this.exporter = exporter;
     // `selfObsMeterProvider` is an option of the SDK's batch processor that its env-reading
     // subclass passes through but does not declare.
     const batch: BufferConfig & { selfObsMeterProvider: MeterProvider } = {
@@ -118,8 +120,15 @@ export class Tracing {
       timer = setTimeout(resolve, SHUTDOWN_TIMEOUT_MS);
       timer.unref();
     });
+    // The batch processor skips the exporter's shutdown when its last flush failed: stop the
+    // exporter here too, which waits for every export still in flight (and so counts it).
+    const stopped = this.provider
+      .shutdown()
+      .catch(() => undefined)
+      .then(() => this.exporter.shutdown())
+      .catch(() => undefined);
     try {
-      await Promise.race([this.provider.shutdown().catch(() => undefined), limit]);
+      await Promise.race([stopped, limit]);
     } finally {
       clearTimeout(timer);
     }

@@ -6,6 +6,7 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { AccessLog, type AccessLine } from "../../gateway/observability/access-log.js";
 import { createLogger } from "../../gateway/observability/logger.js";
+import type { RequestTrace } from "../../gateway/observability/tracing/request-trace.js";
 import type { Decision } from "../../gateway/ratelimit/limiter.js";
 import type { Runtime } from "../../gateway/runtime.js";
 import type { Route } from "../../gateway/routing/routes.js";
@@ -40,6 +41,8 @@ interface Fields {
   durationMs: number;
   upstreamMs: number;
   remaining: number | null;
+  /** While tracing is on: the trace and SERVER span ids. */
+  trace?: { traceId: string; spanId: string };
 }
 
 function scopeOf(f: Fields): RequestScope {
@@ -51,6 +54,7 @@ function scopeOf(f: Fields): RequestScope {
   s.clientIp = f.clientIp;
   s.upstreamMs = f.upstreamMs;
   s.decision = f.remaining === null ? null : ({ remaining: f.remaining } as Decision);
+  if (f.trace !== undefined) s.trace = f.trace as RequestTrace;
   return s;
 }
 
@@ -72,6 +76,7 @@ function expected(f: Fields): Omit<AccessLine, "time"> {
     remaining: f.remaining,
     clientIp: f.clientIp,
   };
+  if (f.trace !== undefined) Object.assign(line, f.trace);
   if (f.status === 499) line.aborted = true;
   return { ...line, msg: "request" };
 }
@@ -88,6 +93,13 @@ const fields: fc.Arbitrary<Fields> = fc.record({
   durationMs: fc.double({ min: 0, max: 1e6, noNaN: true }),
   upstreamMs: fc.oneof(fc.constant(-1), fc.double({ min: 0, max: 1e6, noNaN: true })),
   remaining: fc.option(fc.nat()),
+  trace: fc.option(
+    fc.record({
+      traceId: fc.stringMatching(/^[0-9a-f]{32}$/),
+      spanId: fc.stringMatching(/^[0-9a-f]{16}$/),
+    }),
+    { nil: undefined },
+  ),
 });
 
 describe("AccessLog", () => {
@@ -131,6 +143,25 @@ describe("AccessLog", () => {
     log.flush();
     const strip = (s: string) => s.replace(/"time":"[^"]*"/, '"time":""');
     expect(strip(ours.writes.join(""))).toBe(strip(theirs.writes.join("")));
+  });
+
+  it("has pino's exact bytes with the trace ids of tracing, placed after clientIp", () => {
+    const f: Fields = {
+      ...baseFields(),
+      trace: { traceId: "4bf92f3577b34da6a3ce929d0e0e4736", spanId: "00f067aa0ba902b7" },
+    };
+    const ours = sink();
+    const theirs = sink();
+    const { level: _l, service: _s, msg: _m, ...obj } = expected(f);
+    createLogger("info", theirs).info(obj, "request");
+    const log = new AccessLog(createLogger("info", ours));
+    log.write(scopeOf(f), f.status, f.durationMs);
+    log.flush();
+    const strip = (s: string) => s.replace(/"time":"[^"]*"/, '"time":""');
+    expect(strip(ours.writes.join(""))).toBe(strip(theirs.writes.join("")));
+    expect(ours.writes.join("")).toContain(
+      '"clientIp":"127.0.0.1","traceId":"4bf92f3577b34da6a3ce929d0e0e4736","spanId":"00f067aa0ba902b7","msg"',
+    );
   });
 
   it("writes nothing when the logger's level is above info", () => {

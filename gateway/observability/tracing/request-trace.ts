@@ -7,11 +7,13 @@
  *
  * Only allocated while tracing is on. A request whose trace is not sampled still gets a SERVER and
  * a CLIENT span context (non-recording, so the access line and the upstream's `traceparent` carry
- * its ids), but no child spans and no attributes.
+ * its ids), but no child spans, no attributes and no span context object beyond those two.
  */
 import {
+  ROOT_CONTEXT,
   SpanKind,
   SpanStatusCode,
+  TraceFlags,
   defaultTextMapSetter,
   trace,
   type Attributes,
@@ -20,6 +22,7 @@ import {
   type TextMapPropagator,
   type Tracer,
 } from "@opentelemetry/api";
+import type { IdGenerator } from "@opentelemetry/sdk-trace-base";
 import {
   ATTR_ERROR_TYPE,
   ATTR_HTTP_REQUEST_METHOD,
@@ -55,26 +58,27 @@ export function httpCallSpan(name: string, url: string): ChildSpanSpec {
   });
 }
 
+/** What a request's spans are made with: one per {@link Tracing}, shared by its requests. */
+export interface TraceTools {
+  readonly tracer: Tracer;
+  readonly propagator: TextMapPropagator;
+  /** The tracer's own id generator (span ids of non-recorded CLIENT spans). */
+  readonly ids: IdGenerator;
+}
+
 /** The spans of one request. */
 export class RequestTrace {
   /** The SERVER span (recording or not). */
   readonly server: Span;
-  /** The context the child spans start in: the SERVER span's. */
-  private readonly context: Context;
-  private readonly tracer: Tracer;
-  private readonly propagator: TextMapPropagator;
+  private readonly tools: TraceTools;
+  /** The context child spans start in (the SERVER span's), made on first use. */
+  private context: Context | null = null;
   /** The CLIENT span of the upstream request while it waits for the response head, else null. */
   private upstream: Span | null = null;
 
-  /**
-   * @param parent - the context extracted from the client's `traceparent`/`tracestate`, or the
-   *   root context (a new trace)
-   */
-  constructor(tracer: Tracer, propagator: TextMapPropagator, server: Span, parent: Context) {
-    this.tracer = tracer;
-    this.propagator = propagator;
+  constructor(tools: TraceTools, server: Span) {
+    this.tools = tools;
     this.server = server;
-    this.context = trace.setSpan(parent, server);
   }
 
   /** The trace id (32 lower-case hex digits), sampled or not. */
@@ -93,7 +97,7 @@ export class RequestTrace {
    */
   child(spec: ChildSpanSpec): Span | null {
     if (!this.server.isRecording()) return null;
-    return this.tracer.startSpan(spec.name, { attributes: spec.attributes }, this.context);
+    return this.tools.tracer.startSpan(spec.name, { attributes: spec.attributes }, this.serverContext());
   }
 
   /**
@@ -103,14 +107,30 @@ export class RequestTrace {
    * @param headers - the prepared upstream request headers, edited in place
    */
   startUpstream(method: string, address: string, port: number, headers: HeaderMap): void {
-    const span = this.tracer.startSpan(spanMethod(method), { kind: SpanKind.CLIENT }, this.context);
-    if (span.isRecording()) {
+    let span: Span;
+    if (this.server.isRecording()) {
+      span = this.tools.tracer.startSpan(spanMethod(method), { kind: SpanKind.CLIENT }, this.serverContext());
       span.setAttribute(ATTR_HTTP_REQUEST_METHOD, httpMethod(method));
       span.setAttribute(ATTR_SERVER_ADDRESS, address);
       span.setAttribute(ATTR_SERVER_PORT, port);
+    } else {
+      // What the parent-based sampler makes of a child of a non-recorded span (not sampled, the
+      // parent's trace id and tracestate, a new span id), without a sampling round trip: this is
+      // the path of every request a low sample_ratio leaves out.
+      const parent = this.server.spanContext();
+      span = trace.wrapSpanContext({
+        traceId: parent.traceId,
+        spanId: this.tools.ids.generateSpanId(),
+        traceFlags: TraceFlags.NONE,
+        traceState: parent.traceState,
+      });
     }
     this.upstream = span;
-    this.propagator.inject(trace.setSpan(this.context, span), headers, defaultTextMapSetter);
+    this.tools.propagator.inject(trace.setSpan(ROOT_CONTEXT, span), headers, defaultTextMapSetter);
+  }
+
+  private serverContext(): Context {
+    return (this.context ??= trace.setSpan(ROOT_CONTEXT, this.server));
   }
 
   /**

@@ -23,6 +23,7 @@ import {
   BasicTracerProvider,
   BatchSpanProcessor,
   ParentBasedSampler,
+  RandomIdGenerator,
   TraceIdRatioBasedSampler,
   type BufferConfig,
 } from "@opentelemetry/sdk-trace-base";
@@ -34,7 +35,7 @@ import {
 } from "@opentelemetry/semantic-conventions";
 import type { MeterProvider } from "@opentelemetry/api";
 import type { HeaderMap } from "../../facts.js";
-import { httpMethod, RequestTrace, spanMethod } from "./request-trace.js";
+import { httpMethod, RequestTrace, spanMethod, type TraceTools } from "./request-trace.js";
 import type { TracingSettings } from "./settings.js";
 import { CountingExporter, queueDropMeterProvider, type SpanOutcomes } from "./span-accounting.js";
 
@@ -48,6 +49,7 @@ export class Tracing {
   private readonly exporter: CountingExporter;
   private readonly tracer: Tracer;
   private readonly propagator = new W3CTraceContextPropagator();
+  private readonly tools: TraceTools;
 
   /**
    * @param outcomes - told of every sampled span's fate (the `gateway_tracing_spans_*` counters)
@@ -55,6 +57,7 @@ export class Tracing {
    */
   constructor(settings: TracingSettings, outcomes: SpanOutcomes, version: string) {
     this.settings = settings;
+    const ids = new RandomIdGenerator();
     const exporter = new CountingExporter(new OTLPTraceExporter({ url: settings.endpoint }), outcomes);
     this.exporter = exporter;
     // `selfObsMeterProvider` is an option of the SDK's batch processor that its env-reading
@@ -77,8 +80,10 @@ export class Tracing {
         ),
       sampler: new ParentBasedSampler({ root: new TraceIdRatioBasedSampler(settings.sampleRatio) }),
       spanProcessors: [new BatchSpanProcessor(exporter, batch)],
+      idGenerator: ids,
     });
     this.tracer = this.provider.getTracer("gateway", version);
+    this.tools = { tracer: this.tracer, propagator: this.propagator, ids };
   }
 
   /**
@@ -102,7 +107,7 @@ export class Tracing {
       span.setAttribute(ATTR_HTTP_REQUEST_METHOD, httpMethod(method));
       span.setAttribute(ATTR_URL_SCHEME, secure ? "https" : "http");
     }
-    return new RequestTrace(this.tracer, this.propagator, span, parent);
+    return new RequestTrace(this.tools, span);
   }
 
   /** Exports every span ended so far (tests; the batch timer does it otherwise). */

@@ -28,8 +28,13 @@ export interface Target {
   readonly url: string;
 }
 
-/** Starts a TypeScript child entry of this directory through tsx. */
-async function startTsChild(name: string, file: string, args: string[]): Promise<Target & { port: number }> {
+/** Starts a TypeScript child entry of this directory through tsx (on the server core by default). */
+async function startTsChild(
+  name: string,
+  file: string,
+  args: string[],
+  core?: string,
+): Promise<Target & { port: number }> {
   const [port] = (await freePorts(1)) as [number];
   const child = spawnServer(
     name,
@@ -37,6 +42,7 @@ async function startTsChild(name: string, file: string, args: string[]): Promise
     ["--import", "tsx", path.join(HERE, file), String(port), ...args],
     {
       cwd: ROOT,
+      ...(core === undefined ? {} : { core }),
     },
   );
   await waitForPort(child, port);
@@ -56,6 +62,12 @@ export function startBareProxy(upstreamUrl: string): Promise<Target> {
 /** (b2) the undici prototype. */
 export function startUndiciProxy(upstreamUrl: string, mode: "dispatch" | "stream"): Promise<Target> {
   return startTsChild(`undici-${mode}`, "undici-proxy-prototype.ts", [upstreamUrl, mode]);
+}
+
+/** The OTLP/HTTP collector stand-in, on the load core (a collector has its own host). */
+export async function startCollectorSink(): Promise<Target & { endpoint: string }> {
+  const t = await startTsChild("collector-sink", "collector-sink.ts", [], LOAD_CORE);
+  return { ...t, endpoint: `${t.url}/v1/traces` };
 }
 
 /** A redis-server on a free port, persistence off (never the machine's 6379). */
@@ -167,6 +179,8 @@ export interface GatewayVariant {
   cwd?: string;
   /** Another build's `main.js` (A/B against a patched copy). */
   main?: string;
+  /** `tracing` (SPEC §13): spans to this OTLP/HTTP endpoint, new traces sampled at `sampleRatio`. */
+  tracing?: { endpoint: string; sampleRatio: number };
 }
 
 /** Limits no benchmark reaches: every call is admitted and counted. */
@@ -225,6 +239,9 @@ export function gatewayConfig(
       anonymous: { windows: [{ limit: HUGE, window_s: 3600 }] },
     },
     headers: { ietf: v.ietf ?? false },
+    ...(v.tracing === undefined
+      ? {}
+      : { tracing: { endpoint: v.tracing.endpoint, sample_ratio: v.tracing.sampleRatio } }),
     log: { level: "info" },
   };
 }

@@ -548,7 +548,10 @@ function tracingSection(rows: readonly Row[], notes: string[]): string[] {
   ];
   if (t100 !== undefined && t100.samples.length > 0) {
     const n = Math.min(d.samples.length, t100.samples.length);
-    const extra = Array.from({ length: n }, (_, i) => t100.samples[i]!.cpuUsPerReq - d.samples[i]!.cpuUsPerReq);
+    const extra = Array.from(
+      { length: n },
+      (_, i) => t100.samples[i]!.cpuUsPerReq - d.samples[i]!.cpuUsPerReq,
+    );
     lines.push(
       `Cost of sample_ratio 1.0: ${fmt(median(extra), 1)} µs CPU per request more than d ` +
         `(per round: ${extra.map((x) => fmt(x, 1)).join(", ")}).`,

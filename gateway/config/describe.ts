@@ -1,8 +1,12 @@
 /** Human summary of a configuration, printed by `gateway check`. */
+import { tracingSettings } from "../observability/tracing/settings.js";
 import type { GatewayConfig } from "./schema.js";
 
-/** @returns a multi-line text listing routes (longest prefix first) and limit classes in match order */
-export function describeConfig(config: GatewayConfig): string {
+/**
+ * @param env - the environment the gateway would start with (`OTEL_*` can turn tracing on)
+ * @returns a multi-line text listing routes (longest prefix first) and limit classes in match order
+ */
+export function describeConfig(config: GatewayConfig, env: NodeJS.ProcessEnv = process.env): string {
   const lines: string[] = ["routes (longest prefix wins):"];
   const routes = [...config.routes].sort((a, b) => b.prefix.length - a.prefix.length);
   for (const r of routes) {
@@ -32,5 +36,11 @@ export function describeConfig(config: GatewayConfig): string {
           : "redis";
   lines.push(`store: ${store}, failure_mode: ${config.rate_limits.failure_mode}`);
   lines.push(`auth: ${config.auth.introspection ? "introspection" : "static tokens"}`);
+  const tracing = tracingSettings(config.tracing, env);
+  lines.push(
+    tracing === null
+      ? "tracing: off"
+      : `tracing: ${tracing.endpoint}, sample_ratio ${tracing.sampleRatio}, service ${tracing.serviceName}`,
+  );
   return lines.join("\n");
 }

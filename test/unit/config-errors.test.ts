@@ -187,17 +187,31 @@ describe("a valid configuration", () => {
 });
 
 describe("gateway check", () => {
-  const run = (file: string) =>
+  const NO_OTEL = {
+    OTEL_EXPORTER_OTLP_ENDPOINT: "",
+    OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: "",
+    OTEL_SERVICE_NAME: "",
+  };
+  const run = (file: string, env: NodeJS.ProcessEnv = {}) =>
     spawnSync(process.execPath, ["--import", "tsx", "gateway/main.ts", "check", "--config", file], {
       encoding: "utf8",
-      env: { ...process.env },
+      env: { ...process.env, ...env },
     });
 
   it("prints routes and classes of a valid file and exits 0", () => {
-    const r = run(fixture("valid_minimal.yaml"));
+    const r = run(fixture("valid_minimal.yaml"), NO_OTEL);
     expect(r.status).toBe(0);
     expect(r.stdout).toContain("/v1");
     expect(r.stdout).toMatch(/read\s+10\/1s/);
+    expect(r.stdout).toContain("tracing: off");
+  });
+
+  it("names the traces endpoint the environment turns on", () => {
+    const r = run(fixture("valid_minimal.yaml"), {
+      ...NO_OTEL,
+      OTEL_EXPORTER_OTLP_ENDPOINT: "http://collector:4318",
+    });
+    expect(r.stdout).toContain("tracing: http://collector:4318/v1/traces, sample_ratio 1, service gateway");
   });
 
   it("exits 1 listing every problem", () => {

@@ -90,11 +90,12 @@ describe("sample_ratio 0", () => {
     expect(await recorded(traceId)).toBe(0);
   });
 
-  it("starts a new trace for an invalid traceparent (all-zero trace id)", async () => {
+  it("starts a new trace for an invalid traceparent (all-zero trace id), without its tracestate", async () => {
     const invalid = `00-${"0".repeat(32)}-${CLIENT_SPAN}-01`;
-    const sent = await send("/v1/invalid", { traceparent: invalid });
+    const sent = await send("/v1/invalid", { traceparent: invalid, tracestate: "vendor=stale" });
     expect(sent.traceId).not.toBe("0".repeat(32));
     expect(sent.flags).toBe("00");
     expect(sent.line.traceId).toBe(sent.traceId);
+    expect(seen.get("/v1/invalid")).not.toHaveProperty("tracestate");
   });
 });

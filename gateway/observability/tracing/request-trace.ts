@@ -126,6 +126,9 @@ export class RequestTrace {
       });
     }
     this.upstream = span;
+    // A client tracestate belongs to the client's traceparent: kept (re-written) when that was
+    // continued, dropped when this is a new trace (W3C Trace Context §3.3).
+    if (headers.tracestate !== undefined) delete headers.tracestate;
     this.tools.propagator.inject(trace.setSpan(ROOT_CONTEXT, span), headers, defaultTextMapSetter);
   }
 

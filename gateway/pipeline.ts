@@ -22,6 +22,7 @@ import type { Clock } from "./clock.js";
 import type { HeaderMap, RequestFacts } from "./facts.js";
 import { HotMetrics } from "./observability/hot-metrics.js";
 import type { DecisionOutcome, GatewayMetrics } from "./observability/metrics.js";
+import { childSpan, traced } from "./observability/tracing/request-trace.js";
 import { errorOutcome, PREFLIGHT, type Outcome } from "./outcome.js";
 import { clientIp, stripHopByHop } from "./proxy/forwarded.js";
 import { prepareUpstreamRequest } from "./proxy/upstream-request.js";
@@ -61,6 +62,8 @@ export class Pipeline {
    */
   async run(scope: RequestScope, facts: RequestFacts): Promise<Outcome> {
     const rt = scope.runtime;
+    if (rt.tracing !== null)
+      scope.trace = rt.tracing.begin(facts.headers, scope.method, scope.startMs, facts.secure);
     scope.clientIp = clientIp(facts.peerAddress, facts.headers["x-forwarded-for"], rt.config.trust_proxy);
     // RFC 9112 §3.2: exactly one Host on HTTP/1.1; never forwarded otherwise.
     if (facts.protocol === "1.1" && facts.hostFields !== 1) return this.rejectAnonymous(scope, "bad_host");
@@ -131,6 +134,8 @@ export class Pipeline {
    * even when that budget is spent, since the connection closes anyway.
    */
   async refuse(scope: RequestScope, code: ErrorCode): Promise<Outcome> {
+    const tracing = scope.runtime.tracing;
+    if (tracing !== null) scope.trace = tracing.begin(null, scope.method, scope.startMs, false);
     const decision = await this.consume(scope, scope.runtime.policies.anonymous, ipKey(scope.clientIp));
     return errorOutcome(decision === null ? "ratelimit_unavailable" : code);
   }
@@ -164,6 +169,7 @@ export class Pipeline {
       anonKey,
       rt.limiter.limiter,
       anonymous,
+      scope.trace,
     );
     switch (looked.status) {
       case "active":
@@ -224,7 +230,8 @@ export class Pipeline {
   private async consume(scope: RequestScope, policy: ResolvedPolicy, key: string): Promise<Decision | null> {
     let decision: Decision;
     try {
-      decision = await scope.runtime.limiter.limiter.consume(key, policy);
+      const limiter = scope.runtime.limiter;
+      decision = await traced(childSpan(scope.trace, limiter.span), limiter.limiter.consume(key, policy));
     } catch (err) {
       this.logger.debug({ err, reqId: scope.requestId }, "limit store call failed");
       this.noDecision(scope, policy);

@@ -16,6 +16,10 @@ import type { Clock } from "./clock.js";
 import { CorsPolicy } from "./cors.js";
 import type { GatewayConfig } from "./config/schema.js";
 import type { GatewayMetrics } from "./observability/metrics.js";
+import { httpCallSpan } from "./observability/tracing/request-trace.js";
+import { tracingSettings } from "./observability/tracing/settings.js";
+import { metricOutcomes } from "./observability/tracing/span-accounting.js";
+import { Tracing } from "./observability/tracing/tracing.js";
 import { UpstreamClient } from "./proxy/upstream-client.js";
 import type { UpstreamRequestSettings } from "./proxy/upstream-request.js";
 import { upstreamTls } from "./proxy/upstream-tls.js";
@@ -24,6 +28,7 @@ import { createLimiter, type LimiterHandle } from "./ratelimit/create.js";
 import { compilePolicies, type PolicySet } from "./ratelimit/policy.js";
 import { Classifier } from "./routing/classify.js";
 import { RouteTable } from "./routing/routes.js";
+import { VERSION } from "./version.js";
 
 /** Shared dependencies (injected; no module singletons). */
 export interface RuntimeDeps {
@@ -49,6 +54,8 @@ export interface Runtime {
   readonly limiter: LimiterHandle;
   /** The compiled `cors` block, or null without one (OPTIONS is then an ordinary request). */
   readonly cors: CorsPolicy | null;
+  /** Tracing (SPEC §13), or null when no endpoint is configured: then no request allocates a span. */
+  readonly tracing: Tracing | null;
 }
 
 /**
@@ -82,7 +89,8 @@ function authenticatorsOf(config: GatewayConfig, deps: RuntimeDeps): Authenticat
   }
   if (source !== undefined) {
     const cache = new TokenCache({ source, config: (i ?? file)!.cache, ...deps });
-    chain.push(new CachedIntrospection(cache));
+    const span = i === undefined ? undefined : httpCallSpan("auth.introspection", i.url);
+    chain.push(new CachedIntrospection(cache, span));
   }
   return chain;
 }
@@ -126,6 +134,8 @@ export function buildRuntime(
     }
   }
   const auth = keepAuth ? previous.auth : new AuthenticatorChain(authenticatorsOf(config, deps));
+  const traceSettings = tracingSettings(config.tracing, process.env);
+  const kept = previous?.tracing ?? null;
   const upstreams = new Map<string, UpstreamClient>();
   for (const [name, u] of Object.entries(config.upstreams)) {
     const client = reused.get(name) ?? new UpstreamClient(name, u, tls.get(name)!, upgradeSink);
@@ -144,6 +154,12 @@ export function buildRuntime(
     auth,
     limiter: keepLimiter ? previous.limiter : createLimiter(config, deps),
     cors: config.cors === undefined ? null : new CorsPolicy(config.cors, config.headers.ietf),
+    tracing:
+      traceSettings === null
+        ? null
+        : kept !== null && same(kept.settings, traceSettings)
+          ? kept
+          : new Tracing(traceSettings, metricOutcomes(deps.metrics), VERSION),
   };
 }
 
@@ -155,4 +171,6 @@ export async function releaseRuntime(old: Runtime, next?: Runtime): Promise<void
   for (const [name, u] of old.upstreams) if (next?.upstreams.get(name) !== u) u.close();
   if (next?.auth !== old.auth) await old.auth.close();
   if (next?.limiter !== old.limiter) await old.limiter.limiter.close();
+  // Flushes the spans still queued (bounded: a dead collector does not hold the shutdown).
+  if (old.tracing !== null && next?.tracing !== old.tracing) await old.tracing.shutdown();
 }

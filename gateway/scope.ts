@@ -5,6 +5,7 @@
  */
 import type { ErrorCode } from "./errors.js";
 import type { ClientProtocol } from "./facts.js";
+import type { RequestTrace } from "./observability/tracing/request-trace.js";
 import type { RateLimitHeaders } from "./ratelimit/headers.js";
 import type { Decision } from "./ratelimit/limiter.js";
 import type { ResolvedPolicy } from "./ratelimit/policy.js";
@@ -64,6 +65,8 @@ export class RequestScope {
   upstreamStartMs = -1;
   /** Upstream time to response headers (ms), or -1. */
   upstreamMs = -1;
+  /** The request's spans while tracing is on (SPEC §13), else null: nothing is allocated. */
+  trace: RequestTrace | null = null;
   /** The observers were told. */
   finished = false;
 

@@ -15,6 +15,7 @@ import { AccessLog } from "./observability/access-log.js";
 import { createLogger } from "./observability/logger.js";
 import { createMetrics, type GatewayMetrics } from "./observability/metrics.js";
 import { RequestMetrics } from "./observability/request-metrics.js";
+import { TracingObserver } from "./observability/tracing/observer.js";
 import { Pipeline } from "./pipeline.js";
 import { buildRuntime, releaseRuntime, type Runtime } from "./runtime.js";
 import { createApiListener, type ApiServer } from "./transport/api-listener.js";
@@ -74,8 +75,9 @@ export function createGateway(loaded: LoadedConfig, options: GatewayOptions = {}
   const metrics = createMetrics(registry, VERSION);
   const pipeline = new Pipeline({ clock, metrics, logger });
   const accessLog = new AccessLog(logger);
-  // Finish observers, in order: every request's end is told to each (tracing adds one).
-  const observers = [new RequestMetrics(metrics, pipeline.hot), accessLog];
+  // Finish observers, in order: every request's end is told to each. The tracing observer only
+  // looks at requests that have spans (none while tracing is off).
+  const observers = [new RequestMetrics(metrics, pipeline.hot), accessLog, new TracingObserver()];
   const writerDeps = { pipeline, clock, metrics, logger, observers, runtime: () => runtime };
   const h1 = new Http1Transport(writerDeps);
   const h2 = new Http2Transport(writerDeps);

@@ -6,11 +6,17 @@
  * cache in front of an introspection source (RFC 7662 or the static file), which claims every
  * token; a local JWT validator claims JWS-shaped tokens and goes in front of it.
  */
+import type { ChildSpanSpec } from "../observability/tracing/request-trace.js";
 import type { TokenCache, TokenLookup } from "./token-cache.js";
 import type { TokenInfo } from "./types.js";
 
 /** An authentication source with a synchronous warm path. */
 export interface Authenticator {
+  /**
+   * The child span its network calls ({@link resolve}) are traced under (SPEC §13:
+   * `auth.introspection`, `auth.jwks`), or undefined when it makes none (a local file).
+   */
+  readonly span?: ChildSpanSpec;
   /**
    * True when this authenticator decides this token ("mine").
    * @param hash - SHA-256 hex of the token, so a token already cached is recognised without parsing
@@ -38,7 +44,11 @@ export interface Authenticator {
  * it goes last in a chain.
  */
 export class CachedIntrospection implements Authenticator {
-  constructor(private readonly cache: TokenCache) {}
+  /** @param span - `auth.introspection` for an RFC 7662 endpoint; none for the static file */
+  constructor(
+    private readonly cache: TokenCache,
+    readonly span?: ChildSpanSpec,
+  ) {}
 
   claims(): boolean {
     return true;

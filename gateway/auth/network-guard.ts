@@ -9,6 +9,7 @@
  * calls. A token known to be valid whose cache entry merely went stale is re-validated without the
  * guard, so a valid token behind a shared NAT keeps working.
  */
+import { childSpan, traced, type RequestTrace } from "../observability/tracing/request-trace.js";
 import type { Decision, Limiter } from "../ratelimit/limiter.js";
 import type { ResolvedPolicy } from "../ratelimit/policy.js";
 import type { Authenticator } from "./authenticator.js";
@@ -34,6 +35,7 @@ export class NetworkGuard {
    * @param anonKey - the IP's anonymous identity key (`ip:<address>`)
    * @param limiter - the limiter of the request's runtime
    * @param anonymous - the anonymous policy of the request's runtime
+   * @param trace - the request's spans: the network call gets the authenticator's child span
    * @returns never rejects
    */
   async resolve(
@@ -43,6 +45,7 @@ export class NetworkGuard {
     anonKey: string,
     limiter: Limiter,
     anonymous: ResolvedPolicy,
+    trace: RequestTrace | null = null,
   ): Promise<GuardedLookup> {
     const guard = authenticator.knownActive(hash) ? null : await settle(limiter.peek(anonKey, anonymous));
     const pending = this.pending.get(anonKey) ?? 0;
@@ -51,7 +54,7 @@ export class NetworkGuard {
     }
     this.pending.set(anonKey, pending + 1);
     try {
-      const looked = await authenticator.resolve(token, hash);
+      const looked = await traced(childSpan(trace, authenticator.span), authenticator.resolve(token, hash));
       if (looked.status === "active") return { status: "active", info: looked.info };
       if (looked.status === "unavailable") return { status: "unavailable", decision: guard };
       // Still pending until counted, so a concurrent peek never sees the budget without this call.

@@ -1,4 +1,5 @@
 /** Human summary of a configuration, printed by `gateway check`. */
+import { tracingSettings } from "../observability/tracing/settings.js";
 import type { GatewayConfig } from "./schema.js";
 
 const windowsText = (ws: readonly { limit: number; window_s: number }[]): string =>
@@ -36,10 +37,11 @@ function describePlans(config: GatewayConfig): string[] {
 }
 
 /**
- * @returns a multi-line text listing routes (longest prefix first), limit classes in match order
- *   and each plan's effective windows
+ * @param env - the environment the gateway would start with (`OTEL_*` can turn tracing on)
+ * @returns a multi-line text listing routes (longest prefix first), limit classes in match order,
+ *   each plan's effective windows, the auth chain and where spans go
  */
-export function describeConfig(config: GatewayConfig): string {
+export function describeConfig(config: GatewayConfig, env: NodeJS.ProcessEnv = process.env): string {
   const lines: string[] = ["routes (longest prefix wins):"];
   const routes = [...config.routes].sort((a, b) => b.prefix.length - a.prefix.length);
   for (const r of routes) {
@@ -77,5 +79,11 @@ export function describeConfig(config: GatewayConfig): string {
     a.static === undefined ? undefined : "static tokens",
   ];
   lines.push(`auth: ${auth.filter((s) => s !== undefined).join(" + ")}`);
+  const tracing = tracingSettings(config.tracing, env);
+  lines.push(
+    tracing === null
+      ? "tracing: off"
+      : `tracing: ${tracing.endpoint}, sample_ratio ${tracing.sampleRatio}, service ${tracing.serviceName}`,
+  );
   return lines.join("\n");
 }

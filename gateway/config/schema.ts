@@ -12,6 +12,7 @@ import { corsSchema } from "./cors-schema.js";
 import { httpUrl, nonNegativeInt, port, positiveInt } from "./primitives.js";
 import { rateLimitsSchema } from "./rate-limits-schema.js";
 import { listenTlsSchema } from "./tls-schema.js";
+import { tracingSchema } from "./tracing-schema.js";
 
 const listenerSchema = (defaultPort: number) =>
   z.strictObject({
@@ -107,6 +108,9 @@ export const gatewayConfigSchema = z
         ietf: z.boolean().default(false).describe("Add RateLimit-Policy and RateLimit (IETF draft -10)."),
       })
       .prefault({}),
+    tracing: tracingSchema
+      .prefault({})
+      .describe("OpenTelemetry traces over OTLP/HTTP (SPEC §13); off without an endpoint."),
     log: z
       .strictObject({
         level: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),

@@ -6,8 +6,10 @@
  * options (`level` label, ISO `time`, `service`, the fields, `msg`), so log pipelines see one format.
  *
  * Fields: request id, method, path (normalised, no query: queries can hold `access_token`, RFC 6750
- * §2.3), route, class, plan (SPEC §10), status, durations (ms), identity, remaining, client IP. Nothing in it comes
- * from a header other than `X-Request-Id` (validated) and, behind `trust_proxy`, the client IP.
+ * §2.3), route, class, plan (SPEC §10), status, durations (ms), identity, remaining, client IP,
+ * protocol, and while tracing is on the W3C trace id and the SERVER span's id (SPEC §13). Nothing in
+ * it comes from a header other than `X-Request-Id` (validated) and, behind `trust_proxy`, the client
+ * IP (a client's `traceparent` only as the trace id, which the propagator validated as 32 hex digits).
  */
 import pino, { type DestinationStream, type Logger } from "pino";
 import type { FinishObserver, RequestScope } from "../scope.js";
@@ -33,6 +35,10 @@ export interface AccessLine {
   clientIp: string;
   /** HTTP version of the client connection: `1.0`, `1.1` or `2`. */
   protocol: "1.0" | "1.1" | "2";
+  /** While tracing is on: the trace id (32 hex digits), sampled or not. */
+  traceId?: string;
+  /** While tracing is on: the request's SERVER span id (16 hex digits). */
+  spanId?: string;
   error?: string;
   aborted?: true;
   msg: "request";
@@ -95,6 +101,8 @@ export class AccessLog implements FinishObserver {
       `,"identity":${scope.identity === "" ? "null" : JSON.stringify(scope.identity)}` +
       `,"remaining":${decision === null ? "null" : decision.remaining}` +
       `,"clientIp":${JSON.stringify(scope.clientIp)},"protocol":"${scope.protocol}"`;
+    const trace = scope.trace;
+    if (trace !== null) line += `,"traceId":"${trace.traceId}","spanId":"${trace.spanId}"`;
     if (scope.errorCode !== null) line += `,"error":"${scope.errorCode}"`;
     if (status === 499) line += `,"aborted":true`;
     this.pending += line + `,"msg":"request"}\n`;

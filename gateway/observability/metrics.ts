@@ -41,6 +41,8 @@ export type JwtValidationResult =
   | "unavailable";
 /** `gateway_upstream_errors_total` reason label. */
 export type UpstreamErrorReason = "connect" | "timeout" | "reset";
+/** `gateway_tracing_spans_dropped_total` reason label (SPEC §13). */
+export type SpanDropReason = "queue_full" | "export_failed";
 
 /** The gateway's metric families. */
 export interface GatewayMetrics {
@@ -62,6 +64,8 @@ export interface GatewayMetrics {
   configReloads: Counter<"result">;
   buildInfo: Gauge<"version" | "node_version">;
   inflight: Gauge;
+  tracingSpansExported: Counter;
+  tracingSpansDropped: Counter<"reason">;
 }
 
 /**
@@ -179,6 +183,17 @@ export function createMetrics(registry: Registry, version: string): GatewayMetri
     inflight: new Gauge({
       name: "gateway_inflight_requests",
       help: "Requests in flight on the API listener.",
+      registers,
+    }),
+    tracingSpansExported: new Counter({
+      name: "gateway_tracing_spans_exported_total",
+      help: "Sampled spans the OTLP collector accepted.",
+      registers,
+    }),
+    tracingSpansDropped: new Counter({
+      name: "gateway_tracing_spans_dropped_total",
+      help: "Sampled spans never delivered, by reason (queue_full, export_failed).",
+      labelNames: ["reason"],
       registers,
     }),
   };

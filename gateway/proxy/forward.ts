@@ -13,6 +13,7 @@
  */
 import type { Dispatcher } from "undici";
 import type { HeaderMap } from "../facts.js";
+import type { RequestTrace } from "../observability/tracing/request-trace.js";
 import type { ProxyRequest, ResponseTarget, UpstreamSink } from "./sink.js";
 import { upstreamErrorReason } from "./upstream-errors.js";
 
@@ -35,6 +36,8 @@ export class Forward implements Dispatcher.DispatchHandler {
     private readonly sink: UpstreamSink,
     private readonly req: ProxyRequest,
     private readonly res: ResponseTarget,
+    /** The request's spans: its CLIENT span ends at the response head or the failure. */
+    private readonly trace: RequestTrace | null = null,
   ) {
     (res as ForwardedResponse)[FORWARD] = this;
     res.on("close", onClientClose); // emitted once; `on` skips once()'s wrapper
@@ -54,6 +57,7 @@ export class Forward implements Dispatcher.DispatchHandler {
     // 1xx interim responses are not relayed (the transport answers `Expect: 100-continue` itself).
     if (statusCode < 200) return;
     // undici parses into a fresh object per response: ours to edit (repeated fields are arrays).
+    this.trace?.upstreamResponded(statusCode);
     this.sink.responseHead(
       this.req,
       this.res,
@@ -79,8 +83,11 @@ export class Forward implements Dispatcher.DispatchHandler {
   onResponseError(_controller: Dispatcher.DispatchController, err: Error): void {
     this.done = true;
     // The client left (abort, or a broken request body): there is no one to answer.
-    if (this.clientGone || this.res.destroyed || this.req.socket?.destroyed !== false) return;
-    this.sink.upstreamError(this.req, this.res, upstreamErrorReason(err), this.upstream);
+    const clientLeft = this.clientGone || this.res.destroyed || this.req.socket?.destroyed !== false;
+    const reason = upstreamErrorReason(err);
+    this.trace?.upstreamFailed(clientLeft ? "aborted" : reason);
+    if (clientLeft) return;
+    this.sink.upstreamError(this.req, this.res, reason, this.upstream);
   }
 }
 

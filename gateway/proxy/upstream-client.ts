@@ -2,7 +2,7 @@
  * One client per upstream (undici's `Pool`, Envoy's cluster): it owns the connection pool, the TLS
  * settings and the timeouts of one `upstreams.<name>` entry, and everything that talks to that
  * upstream goes through it — plain requests on undici, WebSocket upgrades on http-proxy-3 with a
- * keep-alive agent built from the same settings.
+ * keep-alive agent built from the same settings, and the CLIENT span of each (SPEC §13).
  */
 import http from "node:http";
 import https from "node:https";
@@ -12,6 +12,7 @@ import { Pool, type Dispatcher } from "undici";
 import type { GatewayConfig } from "../config/schema.js";
 import { Forward } from "./forward.js";
 import type { HeaderMap } from "../facts.js";
+import type { RequestTrace } from "../observability/tracing/request-trace.js";
 import type { ProxyRequest, ResponseTarget, UpstreamSink } from "./sink.js";
 import type { UpstreamTls } from "./upstream-tls.js";
 import { WebSocketRelay, type UpgradeSink } from "./websocket.js";
@@ -26,6 +27,9 @@ export class UpstreamClient {
   private readonly ws: WebSocketRelay;
   /** The upstream URL's path without its trailing slash ("" for the root). */
   private readonly basePath: string;
+  /** `server.address` and `server.port` of the CLIENT spans. */
+  private readonly address: string;
+  private readonly port: number;
 
   /**
    * @param name - the upstream's config name (metrics label)
@@ -38,6 +42,8 @@ export class UpstreamClient {
     this.name = name;
     const url = new URL(cfg.url);
     this.basePath = url.pathname.replace(/\/+$/, "");
+    this.address = url.hostname.replace(/^\[|\]$/g, "");
+    this.port = url.port === "" ? (url.protocol === "https:" ? 443 : 80) : Number(url.port);
     this.pool = new Pool(url.origin, {
       connections: cfg.max_sockets,
       pipelining: 1,
@@ -73,6 +79,7 @@ export class UpstreamClient {
    * @param hasBody - the request has a body to stream (HTTP/1.1: a length or chunked framing;
    *   HTTP/2: the HEADERS frame did not end the stream)
    * @param sink - the writer of the transport that received the request
+   * @param trace - the request's spans: a CLIENT span is started and its `traceparent` sent
    */
   forward(
     req: ProxyRequest,
@@ -82,9 +89,11 @@ export class UpstreamClient {
     headers: HeaderMap,
     hasBody: boolean,
     sink: UpstreamSink,
+    trace: RequestTrace | null = null,
   ): void {
     // undici frames the body itself and refuses the field.
     if (headers["transfer-encoding"] !== undefined) delete headers["transfer-encoding"];
+    trace?.startUpstream(method, this.address, this.port, headers);
     this.pool.dispatch(
       {
         path: this.basePath + path,
@@ -92,12 +101,16 @@ export class UpstreamClient {
         headers,
         body: hasBody ? req : null,
       },
-      new Forward(this.name, sink, req, res),
+      new Forward(this.name, sink, req, res, trace),
     );
   }
 
-  /** Forwards a WebSocket handshake (`req.url` and `req.headers` prepared) and then pipes both ways. */
-  upgrade(req: IncomingMessage, socket: Socket, head: Buffer): void {
+  /**
+   * Forwards a WebSocket handshake (`req.url` and `req.headers` prepared) and then pipes both ways.
+   * The CLIENT span is ended by the transport's {@link UpgradeSink} callbacks.
+   */
+  upgrade(req: IncomingMessage, socket: Socket, head: Buffer, trace: RequestTrace | null = null): void {
+    trace?.startUpstream(req.method ?? "GET", this.address, this.port, req.headers);
     this.ws.relay(req, socket, head);
   }
 

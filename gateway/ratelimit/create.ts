@@ -2,10 +2,12 @@
  * Builds the limiter a configuration asks for: the memory store when no Redis is configured,
  * otherwise the Redis store behind the failover wrapper (SPEC §4).
  */
+import { ATTR_DB_SYSTEM_NAME } from "@opentelemetry/semantic-conventions";
 import type { Logger } from "pino";
 import type { Clock } from "../clock.js";
 import type { GatewayConfig } from "../config/schema.js";
 import type { GatewayMetrics } from "../observability/metrics.js";
+import type { ChildSpanSpec } from "../observability/tracing/request-trace.js";
 import { FailoverLimiter } from "./failover.js";
 import type { Limiter } from "./limiter.js";
 import { MemoryStore } from "./memory-store.js";
@@ -25,7 +27,15 @@ export interface LimiterHandle {
   limiter: Limiter;
   /** True when the store answers or the gateway is failing open (SPEC §8 `/readyz`). */
   ready(): boolean;
+  /** The child span each counting call is traced under (SPEC §13), or undefined (memory store). */
+  span?: ChildSpanSpec;
 }
+
+/** The Redis limiter call's span (SPEC §13; `db.system.name`, OpenTelemetry database conventions). */
+const REDIS_SPAN: ChildSpanSpec = Object.freeze({
+  name: "ratelimit.redis",
+  attributes: Object.freeze({ [ATTR_DB_SYSTEM_NAME]: "redis" }),
+});
 
 /**
  * @param config - the validated configuration
@@ -57,5 +67,5 @@ export function createLimiter(config: GatewayConfig, deps: LimiterDeps): Limiter
     ping: () => store.client.ping(),
   });
   const open = rl.failure_mode === "open";
-  return { limiter: failover, ready: () => open || failover.healthy };
+  return { limiter: failover, ready: () => open || failover.healthy, span: REDIS_SPAN };
 }

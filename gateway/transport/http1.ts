@@ -89,6 +89,7 @@ export class Http1Transport extends Writer<ServerResponse> implements UpgradeSin
   upgraded(req: IncomingMessage, headers: HeaderMap): void {
     const scope = (req as Scoped<IncomingMessage>)[SCOPE];
     if (scope === undefined) return;
+    scope.trace?.upstreamResponded(101);
     this.d.pipeline.upstreamHead(scope, headers, scope.route!.upstream, true);
     scope.finish(101, performance.now());
   }
@@ -97,6 +98,7 @@ export class Http1Transport extends Writer<ServerResponse> implements UpgradeSin
   refused(req: IncomingMessage, status: number, headers: HeaderMap): void {
     const scope = (req as Scoped<IncomingMessage>)[SCOPE];
     if (scope === undefined) return;
+    scope.trace?.upstreamResponded(status);
     this.d.pipeline.upstreamHead(scope, headers, scope.route!.upstream);
     headers.connection = "close";
     scope.finish(status, performance.now());
@@ -106,6 +108,7 @@ export class Http1Transport extends Writer<ServerResponse> implements UpgradeSin
   failed(req: IncomingMessage, socket: Socket, reason: UpstreamErrorReason, upstream: string): void {
     this.d.metrics.upstreamErrors.inc({ upstream, reason });
     const scope = (req as Scoped<IncomingMessage>)[SCOPE];
+    scope?.trace?.upstreamFailed(reason);
     if (scope === undefined || scope.finished || !socket.writable) {
       socket.destroy();
       return;
@@ -145,7 +148,7 @@ export class Http1Transport extends Writer<ServerResponse> implements UpgradeSin
       case "proxy":
         req.url = outcome.path;
         scope.upstreamStartMs = performance.now();
-        outcome.upstream.upgrade(req, socket, head);
+        outcome.upstream.upgrade(req, socket, head, scope.trace);
     }
   }
 

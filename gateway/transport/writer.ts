@@ -121,7 +121,16 @@ export abstract class Writer<Res extends ResponseTarget> implements UpstreamSink
         return this.send(res, preflightResponse(scope, now));
       case "proxy":
         scope.upstreamStartMs = performance.now();
-        outcome.upstream.forward(req, res, scope.method, outcome.path, outcome.headers, hasBody, this);
+        outcome.upstream.forward(
+          req,
+          res,
+          scope.method,
+          outcome.path,
+          outcome.headers,
+          hasBody,
+          this,
+          scope.trace,
+        );
     }
   }
 

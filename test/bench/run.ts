@@ -9,6 +9,8 @@
  *   f   the gateway, Redis store, plans and 1000 consumers (the caller found among them); paired
  *       against d round by round (issue 13: within 3 %)
  *   dj  the gateway, Redis, a warm JWT access token (auth.jwt beside introspection), paired with d
+ *   t1  d with tracing, sample_ratio 0.01      t100  d with tracing, sample_ratio 1.0
+ *       (spans to an OTLP/HTTP collector stand-in on the load core; paired per round with d)
  *
  * then the cache-churn runs (10k tokens and identities) and the cold-token runs (every token new):
  * opaque tokens introspected by oidc-provider, and JWTs from the same provider validated locally. Servers run on core 0; wrk and redis-server (which stands for its
@@ -44,6 +46,7 @@ import {
   metricSum,
   startAuthServer,
   startBareProxy,
+  startCollectorSink,
   startGateway,
   startRedis,
   startUndiciProxy,
@@ -217,6 +220,13 @@ async function main(): Promise<number> {
         auth = (err as Error).message.slice(0, 200);
       }
     }
+    const sink = keep(await startCollectorSink());
+    const traced = (sampleRatio: number, keyPrefix: string): GatewayVariant => ({
+      tokensFile: warmTokens,
+      redisUrl: redis.url,
+      keyPrefix,
+      tracing: { endpoint: sink.endpoint, sampleRatio },
+    });
     const gw = {
       c: await tryGateway("c-memory", dir, upstream, { tokensFile: warmTokens }),
       d: await tryGateway("d-redis", dir, upstream, {
@@ -237,6 +247,8 @@ async function main(): Promise<number> {
         keyPrefix: "bf",
         plans: true,
       }),
+      t1: await tryGateway("t1-redis-tracing-0.01", dir, upstream, traced(0.01, "bt1")),
+      t100: await tryGateway("t100-redis-tracing-1.0", dir, upstream, traced(1, "bt100")),
     };
     const dj =
       typeof auth === "string"
@@ -291,7 +303,7 @@ async function main(): Promise<number> {
       },
     ];
     const gwCell = (
-      id: "c" | "d" | "e" | "f",
+      id: keyof typeof gw,
       label: string,
       ietf: boolean,
       resource: string,
@@ -337,6 +349,8 @@ async function main(): Promise<number> {
       }
       cells.push(cell);
     }
+    gwCell("t1", "gateway, Redis store, tracing sample_ratio 0.01", false, "read", true);
+    gwCell("t100", "gateway, Redis store, tracing sample_ratio 1.0", false, "read", true);
     if (alt !== undefined) {
       const cell: Cell = {
         id: "d*",
@@ -404,12 +418,13 @@ async function main(): Promise<number> {
       }
     }
     for (const cell of active) cell.row.rssMb = rssBytes(cell.target!.child.pid) / 2 ** 20;
+    const tracingNotes = await spanCounts(active.filter((c) => c.id === "t1" || c.id === "t100"));
     // Free the server core for the runs below.
     for (const cell of active) if (cell.id !== "a") await cell.target!.child.stop();
 
     const extraRows = only === undefined ? await churnAndCold(dir, upstream, redis, auth, keep) : [];
     const rows = cells.map((c) => c.row).filter((r) => r.pending !== "not selected");
-    const md = report(rows, extraRows, (Date.now() - t0) / 1000);
+    const md = report(rows, extraRows, tracingNotes, (Date.now() - t0) / 1000);
     console.log(`\n${md}`);
     if (only === undefined) {
       writeFileSync(LAST_RUN, md);
@@ -420,6 +435,26 @@ async function main(): Promise<number> {
     await Promise.all(started.map((t) => t.child.stop().catch(() => undefined)));
     rmSync(dir, { recursive: true, force: true });
   }
+}
+
+/** Spans each tracing cell exported and dropped over the whole run (warm-up included). */
+async function spanCounts(cells: readonly Cell[]): Promise<string[]> {
+  // Let the last round's spans leave the queue (the gateway's batch delay is 1 s).
+  if (cells.length > 0) await sleep(1500);
+  const out: string[] = [];
+  for (const cell of cells) {
+    const page = await cell.gateway!.metrics();
+    const requests = metricSum(page, "gateway_requests_total");
+    const exported = metricSum(page, "gateway_tracing_spans_exported_total");
+    const queueFull = metricSum(page, "gateway_tracing_spans_dropped_total", 'reason="queue_full"');
+    const failed = metricSum(page, "gateway_tracing_spans_dropped_total", 'reason="export_failed"');
+    out.push(
+      `- ${cell.id}: ${fmt(requests, 0)} requests, ${fmt(exported, 0)} spans exported ` +
+        `(${fmt(exported / Math.max(requests, 1), 3)} per request), dropped ${fmt(queueFull, 0)} queue_full, ` +
+        `${fmt(failed, 0)} export_failed`,
+    );
+  }
+  return out;
 }
 
 async function runWarmup(target: Target, script: string): Promise<void> {
@@ -539,7 +574,7 @@ async function churnAndCold(
   return rows;
 }
 
-function report(rows: Row[], extra: Row[], elapsedS: number): string {
+function report(rows: Row[], extra: Row[], tracingNotes: string[], elapsedS: number): string {
   const d = rows.find((r) => r.id === "d");
   const b = rows.find((r) => r.id === "b");
   const lines = [
@@ -563,6 +598,7 @@ function report(rows: Row[], extra: Row[], elapsedS: number): string {
     pairedTable(rows, "c", "c*"),
     pairedTable(rows, "d", "dj"),
     "",
+    ...tracingSection(rows, tracingNotes),
     "Per request (warm cells; expected: 1 EVALSHA, 0 token-source and introspection calls):",
     "",
     countersTable(rows),
@@ -605,6 +641,33 @@ function report(rows: Row[], extra: Row[], elapsedS: number): string {
     );
   }
   return lines.join("\n") + "\n";
+}
+
+/** Tracing against tracing off (d), paired per round; the 1.0 cell's cost per request. */
+function tracingSection(rows: readonly Row[], notes: string[]): string[] {
+  const d = rows.find((r) => r.id === "d");
+  const t100 = rows.find((r) => r.id === "t100");
+  if (d === undefined || d.samples.length === 0 || notes.length === 0) return [];
+  const lines = [
+    "Tracing (issue 16; target: t1 within 3 % of d), paired with d (tracing off) round by round:",
+    "",
+    pairedTable(rows, "d", "t1"),
+    pairedTable(rows, "d", "t100"),
+    "",
+  ];
+  if (t100 !== undefined && t100.samples.length > 0) {
+    const n = Math.min(d.samples.length, t100.samples.length);
+    const extra = Array.from(
+      { length: n },
+      (_, i) => t100.samples[i]!.cpuUsPerReq - d.samples[i]!.cpuUsPerReq,
+    );
+    lines.push(
+      `Cost of sample_ratio 1.0: ${fmt(median(extra), 1)} µs CPU per request more than d ` +
+        `(per round: ${extra.map((x) => fmt(x, 1)).join(", ")}).`,
+      "",
+    );
+  }
+  return [...lines, ...notes, ""];
 }
 
 main().then(

@@ -28,8 +28,13 @@ export interface Target {
   readonly url: string;
 }
 
-/** Starts a TypeScript child entry of this directory through tsx. */
-async function startTsChild(name: string, file: string, args: string[]): Promise<Target & { port: number }> {
+/** Starts a TypeScript child entry of this directory through tsx (on the server core by default). */
+async function startTsChild(
+  name: string,
+  file: string,
+  args: string[],
+  core?: string,
+): Promise<Target & { port: number }> {
   const [port] = (await freePorts(1)) as [number];
   const child = spawnServer(
     name,
@@ -37,6 +42,7 @@ async function startTsChild(name: string, file: string, args: string[]): Promise
     ["--import", "tsx", path.join(HERE, file), String(port), ...args],
     {
       cwd: ROOT,
+      ...(core === undefined ? {} : { core }),
     },
   );
   await waitForPort(child, port);
@@ -72,6 +78,12 @@ export async function startBareTlsProxy(
 /** (b2) the undici prototype. */
 export function startUndiciProxy(upstreamUrl: string, mode: "dispatch" | "stream"): Promise<Target> {
   return startTsChild(`undici-${mode}`, "undici-proxy-prototype.ts", [upstreamUrl, mode]);
+}
+
+/** The OTLP/HTTP collector stand-in, on the load core (a collector has its own host). */
+export async function startCollectorSink(): Promise<Target & { endpoint: string }> {
+  const t = await startTsChild("collector-sink", "collector-sink.ts", [], LOAD_CORE);
+  return { ...t, endpoint: `${t.url}/v1/traces` };
 }
 
 /** A redis-server on a free port, persistence off (never the machine's 6379). */
@@ -212,6 +224,8 @@ export interface GatewayVariant {
   main?: string;
   /** TLS on the API listener (`listen.tls`), HTTP/2 offered by ALPN unless `http2` is false. */
   tls?: { certFile: string; keyFile: string; http2?: boolean };
+  /** `tracing` (SPEC §13): spans to this OTLP/HTTP endpoint, new traces sampled at `sampleRatio`. */
+  tracing?: { endpoint: string; sampleRatio: number };
 }
 
 /** Limits no benchmark reaches: every call is admitted and counted. */
@@ -308,6 +322,9 @@ export function gatewayConfig(
       ...(v.plans ? plansConfig() : {}),
     },
     headers: { ietf: v.ietf ?? false },
+    ...(v.tracing === undefined
+      ? {}
+      : { tracing: { endpoint: v.tracing.endpoint, sample_ratio: v.tracing.sampleRatio } }),
     log: { level: "info" },
   };
 }

@@ -6,6 +6,7 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { AccessLog, type AccessLine } from "../../gateway/observability/access-log.js";
 import { createLogger } from "../../gateway/observability/logger.js";
+import type { RequestTrace } from "../../gateway/observability/tracing/request-trace.js";
 import type { Decision } from "../../gateway/ratelimit/limiter.js";
 import type { ResolvedPolicy } from "../../gateway/ratelimit/policy.js";
 import type { Runtime } from "../../gateway/runtime.js";
@@ -43,6 +44,8 @@ interface Fields {
   durationMs: number;
   upstreamMs: number;
   remaining: number | null;
+  /** While tracing is on: the trace and SERVER span ids. */
+  trace?: { traceId: string; spanId: string };
 }
 
 function scopeOf(f: Fields): RequestScope {
@@ -55,6 +58,7 @@ function scopeOf(f: Fields): RequestScope {
   s.clientIp = f.clientIp;
   s.upstreamMs = f.upstreamMs;
   s.decision = f.remaining === null ? null : ({ remaining: f.remaining } as Decision);
+  if (f.trace !== undefined) s.trace = f.trace as RequestTrace;
   return s;
 }
 
@@ -78,6 +82,7 @@ function expected(f: Fields): Omit<AccessLine, "time"> {
     clientIp: f.clientIp,
     protocol: "1.1",
   };
+  if (f.trace !== undefined) Object.assign(line, f.trace);
   if (f.status === 499) line.aborted = true;
   return { ...line, msg: "request" };
 }
@@ -95,6 +100,13 @@ const fields: fc.Arbitrary<Fields> = fc.record({
   durationMs: fc.double({ min: 0, max: 1e6, noNaN: true }),
   upstreamMs: fc.oneof(fc.constant(-1), fc.double({ min: 0, max: 1e6, noNaN: true })),
   remaining: fc.option(fc.nat()),
+  trace: fc.option(
+    fc.record({
+      traceId: fc.stringMatching(/^[0-9a-f]{32}$/),
+      spanId: fc.stringMatching(/^[0-9a-f]{16}$/),
+    }),
+    { nil: undefined },
+  ),
 });
 
 describe("AccessLog", () => {
@@ -153,6 +165,25 @@ describe("AccessLog", () => {
     const strip = (s: string) => s.replace(/"time":"[^"]*"/, '"time":""');
     expect(strip(ours.writes.join(""))).toBe(strip(theirs.writes.join("")));
     expect(ours.writes.join("")).toContain('"class":"anonymous","plan":null,"status":200');
+  });
+
+  it("has pino's exact bytes with the trace ids of tracing, placed after protocol", () => {
+    const f: Fields = {
+      ...baseFields(),
+      trace: { traceId: "4bf92f3577b34da6a3ce929d0e0e4736", spanId: "00f067aa0ba902b7" },
+    };
+    const ours = sink();
+    const theirs = sink();
+    const { level: _l, service: _s, msg: _m, ...obj } = expected(f);
+    createLogger("info", theirs).info(obj, "request");
+    const log = new AccessLog(createLogger("info", ours));
+    log.write(scopeOf(f), f.status, f.durationMs);
+    log.flush();
+    const strip = (s: string) => s.replace(/"time":"[^"]*"/, '"time":""');
+    expect(strip(ours.writes.join(""))).toBe(strip(theirs.writes.join("")));
+    expect(ours.writes.join("")).toContain(
+      '"protocol":"1.1","traceId":"4bf92f3577b34da6a3ce929d0e0e4736","spanId":"00f067aa0ba902b7","msg"',
+    );
   });
 
   it("writes nothing when the logger's level is above info", () => {

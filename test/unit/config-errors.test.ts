@@ -37,6 +37,14 @@ describe("configuration errors name the key path", () => {
     ]);
   });
 
+  it("tracing_bad_endpoint_and_ratio: an OTLP/gRPC URL, a ratio above 1 and a misspelt key", () => {
+    expect(problemsOf("tracing_bad_endpoint_and_ratio.yaml")).toEqual([
+      'tracing.endpoint: expected an http:// or https:// URL (OTLP/HTTP, e.g. http://127.0.0.1:4318/v1/traces), received "grpc://127.0.0.1:4317" @11:13',
+      "tracing.sample_ratio: expected a number from 0 to 1, received 1.5 @12:17",
+      'tracing: unknown key "service_nam" (did you mean "service_name"?) @13:3',
+    ]);
+  });
+
   it("misspelt_top_level_key also leaves the real key missing", () => {
     expect(problemsOf("misspelt_top_level_key.yaml")).toEqual([
       "rate_limits: required",
@@ -203,17 +211,31 @@ describe("a valid configuration", () => {
 });
 
 describe("gateway check", () => {
-  const run = (file: string) =>
+  const NO_OTEL = {
+    OTEL_EXPORTER_OTLP_ENDPOINT: "",
+    OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: "",
+    OTEL_SERVICE_NAME: "",
+  };
+  const run = (file: string, env: NodeJS.ProcessEnv = {}) =>
     spawnSync(process.execPath, ["--import", "tsx", "gateway/main.ts", "check", "--config", file], {
       encoding: "utf8",
-      env: { ...process.env },
+      env: { ...process.env, ...env },
     });
 
   it("prints routes and classes of a valid file and exits 0", () => {
-    const r = run(fixture("valid_minimal.yaml"));
+    const r = run(fixture("valid_minimal.yaml"), NO_OTEL);
     expect(r.status).toBe(0);
     expect(r.stdout).toContain("/v1");
     expect(r.stdout).toMatch(/read\s+10\/1s/);
+    expect(r.stdout).toContain("tracing: off");
+  });
+
+  it("names the traces endpoint the environment turns on", () => {
+    const r = run(fixture("valid_minimal.yaml"), {
+      ...NO_OTEL,
+      OTEL_EXPORTER_OTLP_ENDPOINT: "http://collector:4318",
+    });
+    expect(r.stdout).toContain("tracing: http://collector:4318/v1/traces, sample_ratio 1, service gateway");
   });
 
   it("exits 1 listing every problem", () => {

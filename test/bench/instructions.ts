@@ -1,0 +1,126 @@
+/**
+ * Instructions per request under `valgrind --tool=callgrind`, which counts the same for the same
+ * work whatever else the machine runs (the wall-clock bench cannot, on a shared machine). Usage:
+ *
+ *   node --import tsx test/bench/instructions.ts [variants] [requests]
+ *
+ * variants: comma list of `off` (no tracing) or a `sample_ratio` (tracing to a collector stand-in),
+ * default `off,0,0.01,1`; requests: measured requests per variant (4000). Each variant is a gateway
+ * from dist/ (memory store, one static token) under callgrind with `--instr-atstart=no` and
+ * `node --single-threaded` (compilation and GC on the counted thread): the same number of requests
+ * warms it up, then instrumentation is switched on for the measured requests (16 keep-alive
+ * clients) and the counts are dumped. Compiler and GC frames are reported apart: compilation still
+ * happens in the window and varies from run to run. Needs `npm run build` and valgrind.
+ */
+import { execFileSync, spawn } from "node:child_process";
+import { mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { stringify } from "yaml";
+import { freePorts } from "../helpers/child-gateway.js";
+import { agent, request } from "../helpers/http.js";
+import { waitForPort, type Child } from "./procs.js";
+import {
+  GATEWAY_MAIN,
+  gatewayConfig,
+  startCollectorSink,
+  startUpstream,
+  writeWarmTokens,
+} from "./targets.js";
+
+const VARIANTS = (process.argv[2] ?? "off,0,0.01,1").split(",");
+const REQUESTS = Number(process.argv[3] ?? 4000);
+const TOKEN = "bench-warm-token";
+const COMPILER = /compiler::|Compiler|Maglev|maglev|Deoptimiz/;
+const GC = /Heap::|Scavenger|MarkCompact|Sweeper|Evacuat|GCTracer|heap::|MemoryAllocator|Marking/;
+
+async function load(url: string, n: number): Promise<void> {
+  const keepAlive = agent();
+  let next = 0;
+  const client = async (): Promise<void> => {
+    while (next < n) {
+      next++;
+      const r = await request(`${url}/v1/user`, {
+        headers: { authorization: `Bearer ${TOKEN}` },
+        agent: keepAlive,
+      });
+      if (r.status !== 200) throw new Error(`answered ${r.status}`);
+    }
+  };
+  await Promise.all(Array.from({ length: 16 }, client));
+  keepAlive.destroy();
+}
+
+/** Instructions of a callgrind dump: compiler, GC and everything else. */
+function split(file: string): { compiler: number; gc: number; other: number } {
+  const out = execFileSync("callgrind_annotate", ["--threshold=100", file], {
+    encoding: "utf8",
+    maxBuffer: 1 << 28,
+  });
+  const sums = { compiler: 0, gc: 0, other: 0 };
+  let on = false;
+  for (const line of out.split("\n")) {
+    if (line.includes("file:function")) on = true;
+    const m = on ? /^\s*([\d,]+)\s/.exec(line) : null;
+    if (m === null) continue;
+    const n = Number(m[1]!.replaceAll(",", ""));
+    if (COMPILER.test(line)) sums.compiler += n;
+    else if (GC.test(line)) sums.gc += n;
+    else sums.other += n;
+  }
+  return sums;
+}
+
+const dir = mkdtempSync(path.join(tmpdir(), "gateway-instructions-"));
+const upstream = await startUpstream();
+const sink = await startCollectorSink();
+try {
+  const tokensFile = writeWarmTokens(dir, TOKEN);
+  for (const variant of VARIANTS) {
+    const [apiPort, adminPort] = (await freePorts(2)) as [number, number];
+    const tracing =
+      variant === "off" ? {} : { tracing: { endpoint: sink.endpoint, sampleRatio: Number(variant) } };
+    const file = path.join(dir, `${variant}.yaml`);
+    writeFileSync(
+      file,
+      stringify(gatewayConfig(upstream.url, { apiPort, adminPort }, { tokensFile, ...tracing })),
+    );
+    const out = path.join(dir, `callgrind-${variant}.out`);
+    const args = ["--tool=callgrind", "--instr-atstart=no", `--callgrind-out-file=${out}`];
+    const proc = spawn(
+      "valgrind",
+      [...args, process.execPath, "--single-threaded", GATEWAY_MAIN, "start", "--config", file],
+      {
+        stdio: ["ignore", "ignore", "pipe"],
+      },
+    );
+    let stderr = "";
+    proc.stderr!.on("data", (c: Buffer) => (stderr += c.toString()));
+    const exited = new Promise<number | null>((resolve) => proc.once("exit", resolve));
+    const child = {
+      name: `gateway ${variant}`,
+      proc,
+      pid: proc.pid!,
+      stderr: () => stderr,
+      exited,
+    } as unknown as Child;
+    await waitForPort(child, adminPort, 180_000);
+    const url = `http://127.0.0.1:${apiPort}`;
+    await load(url, REQUESTS);
+    execFileSync("callgrind_control", ["-i", "on", String(proc.pid)], { stdio: "ignore" });
+    await load(url, REQUESTS);
+    execFileSync("callgrind_control", ["-d", String(proc.pid)], { stdio: "ignore" });
+    proc.kill("SIGTERM");
+    await exited;
+    const dump = readdirSync(dir).find((f) => f.startsWith(`callgrind-${variant}.out.`));
+    if (dump === undefined) throw new Error(`${variant}: no dump`);
+    const s = split(path.join(dir, dump));
+    const k = (x: number) => `${Math.round(x / REQUESTS / 1000)}k`;
+    console.log(
+      `${variant.padEnd(5)} per request: ${k(s.other)} instructions (compiler ${k(s.compiler)}, GC ${k(s.gc)} apart)`,
+    );
+  }
+} finally {
+  await Promise.all([upstream.child.stop(), sink.child.stop()]);
+  rmSync(dir, { recursive: true, force: true });
+}

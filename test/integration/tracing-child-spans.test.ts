@@ -1,0 +1,85 @@
+/**
+ * SPEC §13 child spans, with a real RFC 7662 server (oidc-provider) and a real Redis limit store:
+ * an introspected call has `auth.introspection` and `ratelimit.redis` (db.system.name redis) under
+ * its SERVER span, beside the CLIENT span, all in the client's trace; a cached token makes no
+ * introspection span; the token appears in no span.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startGateway, testConfig, type TestGateway } from "../helpers/gateway.js";
+import { closeServer, listen, request } from "../helpers/http.js";
+import { introspectionAuthConfig, startAuthServer, type AuthServer } from "../helpers/oidc.js";
+import { KIND, startOtlpReceiver, type OtlpReceiver, type ReceivedSpan } from "../helpers/otlp-receiver.js";
+import { RedisServer } from "../helpers/redis-server.js";
+
+let rx: OtlpReceiver;
+let redis: RedisServer;
+let auth: AuthServer;
+let upstream: Awaited<ReturnType<typeof listen>>;
+let gw: TestGateway;
+
+beforeAll(async () => {
+  process.env.OTEL_BSP_SCHEDULE_DELAY = "50";
+  [rx, redis, auth, upstream] = await Promise.all([
+    startOtlpReceiver(),
+    RedisServer.start(),
+    startAuthServer(),
+    listen((_req, res) => res.end("ok")),
+  ]);
+  gw = await startGateway(
+    testConfig(upstream.url, {
+      auth: introspectionAuthConfig(auth),
+      rate_limits: {
+        store: { redis: { url: redis.url, key_prefix: "tracing-child" } },
+        classes: { read: { windows: [{ limit: 100, window_s: 3600 }] } },
+      },
+      tracing: { endpoint: rx.endpoint },
+    }),
+  );
+});
+
+afterAll(async () => {
+  delete process.env.OTEL_BSP_SCHEDULE_DELAY;
+  await gw?.close();
+  await Promise.all([upstream && closeServer(upstream.server), rx?.close(), auth?.stop(), redis?.destroy()]);
+});
+
+async function traced(traceId: string, token: string, n: number): Promise<ReceivedSpan[]> {
+  const r = await request(`${gw.url}/v1/items`, {
+    headers: { authorization: `Bearer ${token}`, traceparent: `00-${traceId}-00f067aa0ba902b7-01` },
+  });
+  expect(r.status).toBe(200);
+  const all = await rx.waitFor((s) => s.filter((x) => x.traceId === traceId).length >= n);
+  return all.filter((s) => s.traceId === traceId);
+}
+
+describe("child spans", () => {
+  it("introspection and the Redis limiter call are children of the SERVER span, in the client's trace", async () => {
+    const token = await auth.issueToken("read");
+    const traceId = "5bf92f3577b34da6a3ce929d0e0e4736";
+    const spans = await traced(traceId, token, 4);
+    const byName = new Map(spans.map((s) => [s.name, s]));
+    expect([...byName.keys()].sort()).toEqual(["GET", "GET /v1", "auth.introspection", "ratelimit.redis"]);
+    const srv = byName.get("GET /v1")!;
+    expect(srv.kind).toBe(KIND.SERVER);
+    const intro = byName.get("auth.introspection")!;
+    expect(intro).toMatchObject({ kind: KIND.INTERNAL, parentSpanId: srv.spanId });
+    expect(intro.attributes).toEqual({ "server.address": "127.0.0.1", "server.port": auth.port });
+    const limiter = byName.get("ratelimit.redis")!;
+    expect(limiter).toMatchObject({ kind: KIND.INTERNAL, parentSpanId: srv.spanId });
+    expect(limiter.attributes).toEqual({ "db.system.name": "redis" });
+    // The introspection call happened before the limiter call, both inside the SERVER span (give
+    // or take the SDK's per-span anchoring of performance time to the millisecond wall clock).
+    const ms = 1_000_000n;
+    expect(intro.endNs <= limiter.startNs + ms).toBe(true);
+    for (const s of [intro, limiter])
+      expect(s.startNs + ms >= srv.startNs && s.endNs <= srv.endNs + ms).toBe(true);
+    expect(JSON.stringify(spans.map((s) => [s.name, s.attributes]))).not.toContain(token);
+  });
+
+  it("a cached token makes no introspection span", async () => {
+    const token = await auth.issueToken("read");
+    await traced("6bf92f3577b34da6a3ce929d0e0e4736", token, 4);
+    const spans = await traced("7bf92f3577b34da6a3ce929d0e0e4736", token, 3);
+    expect(spans.map((s) => s.name).sort()).toEqual(["GET", "GET /v1", "ratelimit.redis"]);
+  });
+});

@@ -1,0 +1,101 @@
+/**
+ * SPEC §13 sampling, against a real OTLP receiver: `sample_ratio` applies to new traces only; a
+ * valid client `traceparent` decides by its flag (01 recorded and exported, 00 neither), and the
+ * upstream's `traceparent` carries that decision with the gateway's CLIENT span as parent. The
+ * access line carries the trace and SERVER span ids whether sampled or not. "Records nothing" is
+ * checked after a forced flush of the gateway's span queue, not after a sleep.
+ */
+import type { IncomingHttpHeaders } from "node:http";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { captureLog } from "../helpers/access-lines.js";
+import { startGateway, testConfig, type TestGateway } from "../helpers/gateway.js";
+import { closeServer, listen, request } from "../helpers/http.js";
+import { startOtlpReceiver, type OtlpReceiver } from "../helpers/otlp-receiver.js";
+
+const TRACEPARENT = /^00-([0-9a-f]{32})-([0-9a-f]{16})-(0[01])$/;
+const CLIENT_SPAN = "b7ad6b7169203331";
+
+let rx: OtlpReceiver;
+let upstream: Awaited<ReturnType<typeof listen>>;
+let gw: TestGateway;
+const log = captureLog();
+const seen = new Map<string, IncomingHttpHeaders>();
+
+beforeAll(async () => {
+  rx = await startOtlpReceiver();
+  upstream = await listen((req, res) => {
+    seen.set(req.url!, req.headers);
+    res.end("ok");
+  });
+  gw = await startGateway(
+    testConfig(upstream.url, {
+      tracing: { endpoint: rx.endpoint, sample_ratio: 0 },
+      log: { level: "info" },
+    }),
+    { logger: log.logger },
+  );
+});
+
+afterAll(async () => {
+  await gw?.close();
+  await Promise.all([upstream && closeServer(upstream.server), rx?.close()]);
+});
+
+/** Sends `path` with `headers` and returns the upstream's traceparent, parsed, and the access line. */
+async function send(path: string, headers: Record<string, string> = {}) {
+  const r = await request(`${gw.url}${path}`, {
+    headers: { authorization: "Bearer valid-token", ...headers },
+  });
+  expect(r.status).toBe(200);
+  const [, traceId, parentId, flags] = TRACEPARENT.exec(String(seen.get(path)?.traceparent))!;
+  const line = log.accessLines(gw).find((l) => l.path === path)!;
+  return { traceId: traceId!, parentId: parentId!, flags: flags!, line };
+}
+
+/** Spans of `traceId` the receiver got once everything ended so far was exported. */
+async function recorded(traceId: string): Promise<number> {
+  await gw.gateway.runtime.tracing!.forceFlush();
+  return rx.spans.filter((s) => s.traceId === traceId).length;
+}
+
+describe("sample_ratio 0", () => {
+  it("records no new trace, yet the access line and the upstream carry its ids (flag 00)", async () => {
+    const { traceId, parentId, flags, line } = await send("/v1/new");
+    expect(flags).toBe("00");
+    expect(line.traceId).toBe(traceId);
+    expect(line.spanId).toMatch(/^[0-9a-f]{16}$/);
+    // The upstream's parent is the CLIENT span, not the SERVER span the access line names.
+    expect(parentId).not.toBe(line.spanId);
+    expect(await recorded(traceId)).toBe(0);
+  });
+
+  it("still continues a sampled parent (01): every span recorded, the upstream gets 01", async () => {
+    const traceId = "0af7651916cd43dd8448eb211c80319c";
+    const sent = await send("/v1/sampled", { traceparent: `00-${traceId}-${CLIENT_SPAN}-01` });
+    expect(sent).toMatchObject({ traceId, flags: "01" });
+    const spans = await rx.waitFor((all) => all.filter((s) => s.traceId === traceId).length >= 2);
+    const mine = spans.filter((s) => s.traceId === traceId);
+    expect(mine.map((s) => s.name).sort()).toEqual(["GET", "GET /v1"]);
+    expect(mine.find((s) => s.name === "GET /v1")!.parentSpanId).toBe(CLIENT_SPAN);
+    expect(mine.find((s) => s.name === "GET")!.spanId).toBe(sent.parentId);
+    expect(sent.line).toMatchObject({ traceId, spanId: mine.find((s) => s.name === "GET /v1")!.spanId });
+  });
+
+  it("respects an unsampled parent (00): nothing recorded, the upstream's traceparent carries 00", async () => {
+    const traceId = "1af7651916cd43dd8448eb211c80319c";
+    const sent = await send("/v1/unsampled", { traceparent: `00-${traceId}-${CLIENT_SPAN}-00` });
+    expect(sent).toMatchObject({ traceId, flags: "00" });
+    expect(sent.parentId).not.toBe(CLIENT_SPAN);
+    expect(sent.line.traceId).toBe(traceId);
+    expect(await recorded(traceId)).toBe(0);
+  });
+
+  it("starts a new trace for an invalid traceparent (all-zero trace id), without its tracestate", async () => {
+    const invalid = `00-${"0".repeat(32)}-${CLIENT_SPAN}-01`;
+    const sent = await send("/v1/invalid", { traceparent: invalid, tracestate: "vendor=stale" });
+    expect(sent.traceId).not.toBe("0".repeat(32));
+    expect(sent.flags).toBe("00");
+    expect(sent.line.traceId).toBe(sent.traceId);
+    expect(seen.get("/v1/invalid")).not.toHaveProperty("tracestate");
+  });
+});

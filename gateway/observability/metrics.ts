@@ -37,6 +37,7 @@ export interface GatewayMetrics {
   storeErrors: Counter<"store">;
   storeDuration: Histogram<"store">;
   storeDegraded: Gauge;
+  localRejections: Counter<"class">;
   authResults: Counter<"result">;
   introspectionRequests: Counter<"result">;
   introspectionDuration: Histogram;
@@ -103,6 +104,12 @@ export function createMetrics(registry: Registry, version: string): GatewayMetri
     storeDegraded: new Gauge({
       name: "gateway_ratelimit_store_degraded",
       help: "1 while the shared limit store is failing and decisions come from the local fallback.",
+      registers,
+    }),
+    localRejections: new Counter({
+      name: "gateway_ratelimit_local_rejections_total",
+      help: "Calls answered 429 from this process's cache of the store's rejections, without a store call.",
+      labelNames: ["class"],
       registers,
     }),
     authResults: new Counter({

@@ -1,6 +1,7 @@
 /**
  * Builds the limiter a configuration asks for: the memory store when no Redis is configured,
- * otherwise the Redis store behind the failover wrapper (SPEC §4).
+ * otherwise the Redis store behind the failover wrapper (SPEC §4), and in front of both the cache
+ * of the store's rejections (over-limit callers cost no round trip: `rejection-cache.ts`).
  */
 import type { Logger } from "pino";
 import type { Clock } from "../clock.js";
@@ -10,6 +11,7 @@ import { FailoverLimiter } from "./failover.js";
 import type { Limiter } from "./limiter.js";
 import { MemoryStore } from "./memory-store.js";
 import { RedisStore } from "./redis-store.js";
+import { RejectionCache } from "./rejection-cache.js";
 
 /** Dependencies of {@link createLimiter}. */
 export interface LimiterDeps {
@@ -57,5 +59,6 @@ export function createLimiter(config: GatewayConfig, deps: LimiterDeps): Limiter
     ping: () => store.client.ping(),
   });
   const open = rl.failure_mode === "open";
-  return { limiter: failover, ready: () => open || failover.healthy };
+  const limiter = new RejectionCache({ inner: failover, metrics: deps.metrics });
+  return { limiter, ready: () => open || failover.healthy };
 }

@@ -1,0 +1,168 @@
+/**
+ * The cache of the store's rejections (issue 17 item 2) on injected clocks (a monotonic one here,
+ * the store's own ten minutes away), with a memory store
+ * standing in for Redis: after a 429 the same answer (Remaining 0, window, limit, Reset) is given
+ * without a store call until Reset, `nowMs` on the store's clock; the call at Reset reaches the
+ * store; another policy object (a reload, another plan), `mode: shadow` and fail-open decisions
+ * are never answered from it; memory is bounded.
+ */
+import { describe, expect, it } from "vitest";
+import { ManualClock } from "../../gateway/clock.js";
+import type { Decision, Limiter, LimitPolicy } from "../../gateway/ratelimit/limiter.js";
+import { MemoryStore } from "../../gateway/ratelimit/memory-store.js";
+import { RejectionCache } from "../../gateway/ratelimit/rejection-cache.js";
+import { metricValue, testMetrics } from "../helpers/redis-limiter.js";
+
+const T0 = Date.UTC(2026, 0, 1, 0, 0, 0, 250);
+
+const policyOf = (
+  algorithm: LimitPolicy["algorithm"],
+  limit: number,
+  mode: LimitPolicy["mode"] = "enforce",
+): LimitPolicy => ({
+  className: "read",
+  algorithm,
+  mode,
+  windows: [
+    { limit, windowS: 10 },
+    { limit: 1000, windowS: 3600 },
+  ],
+});
+
+/** A store on its own clock (Redis TIME) that counts the calls reaching it. */
+function countingStore(storeClock: ManualClock): Limiter & { calls: number; store: MemoryStore } {
+  const store = new MemoryStore({ clock: storeClock });
+  return {
+    calls: 0,
+    store,
+    consume(k, p) {
+      this.calls++;
+      return store.consume(k, p);
+    },
+    peek(k, p) {
+      this.calls++;
+      return store.peek(k, p);
+    },
+    close: () => store.close(),
+  };
+}
+
+/** Local clock and store clock ten minutes apart, moved together. */
+function setup(maxEntries?: number) {
+  const local = new ManualClock(T0);
+  const remote = new ManualClock(T0 + 600_000);
+  const inner = countingStore(remote);
+  const { metrics, registry } = testMetrics();
+  const monotonicMs = () => local.nowMs();
+  const cache = new RejectionCache({ inner, monotonicMs, metrics, ...(maxEntries ? { maxEntries } : {}) });
+  const advance = (ms: number) => (local.advance(ms), remote.advance(ms));
+  return { local, remote, inner, cache, registry, advance };
+}
+
+describe.each(["sliding_window", "sliding_log"] as const)("%s", (algorithm) => {
+  it("answers an over-limit caller locally with the store's own answer until Reset", async () => {
+    const { inner, cache, registry, advance, remote } = setup();
+    const p = policyOf(algorithm, 3);
+    for (let i = 0; i < 3; i++) expect((await cache.consume("sub:a", p)).allowed).toBe(true);
+    const first = await cache.consume("sub:a", p);
+    expect(first.allowed).toBe(false);
+    const storeCalls = inner.calls;
+    for (let step = 0; step < 8; step++) {
+      advance(1000);
+      const local = await cache.consume("sub:a", p);
+      // What the store says now, read without counting (a rejected state reads the same).
+      const truth = await inner.store.peek("sub:a", p);
+      // The store's clock, estimated from above (it reports whole milliseconds, rounded down).
+      expect(local.nowMs - remote.nowMs()).toBeGreaterThanOrEqual(0);
+      expect(local.nowMs - remote.nowMs()).toBeLessThanOrEqual(1);
+      expect(local).toEqual({ ...truth, nowMs: local.nowMs, degraded: false });
+    }
+    expect(inner.calls).toBe(storeCalls);
+    expect(await metricValue(registry, "gateway_ratelimit_local_rejections_total")).toBe(8);
+    // At Reset (store clock) the call reaches the store and is admitted.
+    advance(first.resetAtMs - remote.nowMs());
+    expect((await cache.consume("sub:a", p)).allowed).toBe(true);
+    expect(inner.calls).toBe(storeCalls + 1);
+  });
+});
+
+describe("what is never answered locally", () => {
+  it("another policy object of the same class (a reload, another plan) asks the store", async () => {
+    const { inner, cache } = setup();
+    const p = policyOf("sliding_log", 2);
+    for (let i = 0; i < 3; i++) await cache.consume("sub:a", p);
+    const before = inner.calls;
+    const reloaded = { ...p }; // equal, but another object: compiled by a reload
+    expect((await cache.consume("sub:a", reloaded)).allowed).toBe(false);
+    expect(inner.calls).toBe(before + 1);
+    // ... and from then on the new policy is the one answered locally
+    await cache.consume("sub:a", reloaded);
+    expect(inner.calls).toBe(before + 1);
+    // A bigger plan admits (same counts): the old plan's rejection no longer holds once counted.
+    const pro = policyOf("sliding_log", 5);
+    expect((await cache.consume("sub:a", pro)).allowed).toBe(true);
+    expect((await cache.consume("sub:a", reloaded)).remaining).toBe(0);
+    expect(inner.calls).toBe(before + 3);
+  });
+
+  it("mode: shadow classes always reach the store", async () => {
+    const { inner, cache, registry } = setup();
+    const p = policyOf("sliding_window", 1, "shadow");
+    for (let i = 0; i < 5; i++) await cache.consume("sub:a", p);
+    expect(inner.calls).toBe(5);
+    expect(await metricValue(registry, "gateway_ratelimit_local_rejections_total")).toBe(0);
+  });
+
+  it("decisions of the fail-open fallback (degraded) are not kept", async () => {
+    const local = new ManualClock(T0);
+    let calls = 0;
+    const degraded: Decision = {
+      allowed: false,
+      windowIndex: 0,
+      limit: 1,
+      remaining: 0,
+      resetAtMs: T0 + 60_000,
+      nowMs: T0,
+      degraded: true,
+    };
+    const inner: Limiter = {
+      consume: () => (calls++, Promise.resolve(degraded)),
+      peek: () => (calls++, Promise.resolve(degraded)),
+      close: () => Promise.resolve(),
+    };
+    const cache = new RejectionCache({
+      inner,
+      monotonicMs: () => local.nowMs(),
+      metrics: testMetrics().metrics,
+    });
+    const p = policyOf("sliding_window", 1);
+    for (let i = 0; i < 3; i++) await cache.consume("sub:a", p);
+    expect(calls).toBe(3);
+  });
+
+  it("keeps at most maxEntries identities, least recently used dropped", async () => {
+    const { inner, cache } = setup(2);
+    const p = policyOf("sliding_log", 1);
+    for (const who of ["a", "b", "c"]) for (let i = 0; i < 2; i++) await cache.consume(`sub:${who}`, p);
+    const before = inner.calls;
+    await cache.consume("sub:c", p);
+    await cache.consume("sub:b", p);
+    expect(inner.calls).toBe(before);
+    await cache.consume("sub:a", p); // dropped: asked again
+    expect(inner.calls).toBe(before + 1);
+  });
+});
+
+describe("peek", () => {
+  it("reads a cached rejection locally, without counting it as a local 429", async () => {
+    const { inner, cache, registry } = setup();
+    const p = policyOf("sliding_window", 1);
+    await cache.consume("ip:10.0.0.1", p);
+    const rejected = await cache.consume("ip:10.0.0.1", p);
+    const before = inner.calls;
+    const peeked = await cache.peek("ip:10.0.0.1", p);
+    expect(peeked).toEqual({ ...rejected, nowMs: peeked.nowMs });
+    expect(inner.calls).toBe(before);
+    expect(await metricValue(registry, "gateway_ratelimit_local_rejections_total")).toBe(0);
+  });
+});

@@ -27,6 +27,13 @@ export type CacheLookup = "hit" | "miss" | "negative" | "stale";
 /** `gateway_upstream_errors_total` reason label. */
 export type UpstreamErrorReason = "connect" | "timeout" | "reset";
 
+/** `gateway_config_reloads_total`: a gateway's, or a cluster primary's for its whole group. */
+const CONFIG_RELOADS = {
+  name: "gateway_config_reloads_total",
+  help: "Configuration reloads (SIGHUP) by result (success, error).",
+  labelNames: ["result"] as const,
+};
+
 /** The gateway's metric families. */
 export interface GatewayMetrics {
   requests: Counter<"route" | "class" | "code">;
@@ -142,12 +149,7 @@ export function createMetrics(registry: Registry, version: string): GatewayMetri
       labelNames: ["upstream", "reason"],
       registers,
     }),
-    configReloads: new Counter({
-      name: "gateway_config_reloads_total",
-      help: "Configuration reloads (SIGHUP) by result (success, error).",
-      labelNames: ["result"],
-      registers,
-    }),
+    configReloads: new Counter({ ...CONFIG_RELOADS, registers }),
     buildInfo: new Gauge({
       name: "gateway_build_info",
       help: "Build information; always 1.",
@@ -162,4 +164,14 @@ export function createMetrics(registry: Registry, version: string): GatewayMetri
   };
   m.buildInfo.set({ version, node_version: process.version }, 1);
   return m;
+}
+
+/**
+ * The families a cluster primary exports itself (SPEC §15): `gateway_config_reloads_total`, which
+ * counts each SIGHUP once for the whole process group (the workers apply, the primary validates
+ * and counts), and prom-client's default process metrics of the primary.
+ */
+export function createPrimaryMetrics(registry: Registry): Pick<GatewayMetrics, "configReloads"> {
+  collectDefaultMetrics({ register: registry });
+  return { configReloads: new Counter({ ...CONFIG_RELOADS, registers: [registry] }) };
 }

@@ -42,6 +42,8 @@ const START_TIMEOUT_MS = 30_000;
 const PREPARE_TIMEOUT_MS = 10_000;
 /** A worker that does not answer a scrape within this is left out of it (ms). */
 const METRICS_TIMEOUT_MS = 2_000;
+/** At exit, how long the group's last lines may take to reach a slow stdout (ms). */
+const LAST_LINES_MS = 10_000;
 /** After `listen.grace_ms`, workers still running get this long before SIGKILL (ms). */
 const STOP_MARGIN_MS = 5_000;
 
@@ -268,12 +270,13 @@ class Primary {
   /** Exits with `code` once every worker has exited and its last lines are out. */
   private async exitWhenAlone(code: number): Promise<void> {
     while (this.members.size > 0) await new Promise((r) => cluster.once("exit", r));
-    await this.relay.drained(2000);
+    // The workers' last lines may still be in their pipes (paused while stdout was full).
+    await this.relay.drained(LAST_LINES_MS);
     if (code === 0) this.logger.info("gateway stopped");
     // end() writes what is buffered, then closes; a reader that never reads does not hold us.
     this.out.once("close", () => process.exit(code));
     this.out.end();
-    setTimeout(() => process.exit(code), 5000).unref();
+    setTimeout(() => process.exit(code), LAST_LINES_MS).unref();
   }
 }
 

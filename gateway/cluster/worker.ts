@@ -127,13 +127,18 @@ class WorkerControl {
     send({ type: "gw:ready", ready });
   }
 
-  /** Drains (SPEC §7: in-flight requests finish within `listen.grace_ms`) and exits 0. */
+  /**
+   * Drains (SPEC §7: in-flight requests finish within `listen.grace_ms`), waits until every line
+   * is written to the pipe (exiting with a write in flight could cut a line), and exits 0. A
+   * reader that never reads holds the worker until its primary's deadline kills it.
+   */
   private stop(by: string): void {
     if (this.stopping) return;
     this.stopping = true;
-    this.gateway.logger.info({ signal: by }, "shutting down");
+    const logger = this.gateway.logger;
+    logger.info({ signal: by }, "shutting down");
     this.gateway.close().then(
-      () => process.exit(0),
+      () => logger.flush(() => process.exit(0)),
       (err: unknown) => {
         this.gateway.logger.error({ err }, "shutdown failed");
         process.exit(1);

@@ -1,32 +1,40 @@
 /**
  * Over-limit callers cost no Redis round trip (issue 17, item 2; Envoy's rate-limit service keeps
- * such a local cache). A 429 says when the caller is admitted again (SPEC §3, the Reset rule: with
- * Remaining 0, Reset is the earliest time one more call is admitted), and rejected calls are not
- * counted, so until then the shared store would give every call of that identity in that class the
- * same answer: Remaining 0, the same window, limit and Reset. This wrapper keeps that answer and
- * gives it locally; only `Retry-After` (Reset − now) moves, and it is computed as Redis would,
- * from the store's clock (its `TIME`, carried in {@link Decision.nowMs}) as seen from here.
+ * such a local cache). When Remaining is 0 — a 429, or the admitted call that used the last unit —
+ * Reset is the earliest time one more call is admitted (SPEC §3, the Reset rule), and rejected
+ * calls are not counted, so until then the shared store would answer every call of that identity
+ * in that class alike: 429, Remaining 0, the same window, limit and Reset. This wrapper keeps that
+ * answer and gives it locally; only `Retry-After` (Reset − now) moves, computed as Redis would,
+ * on the store's clock (its `TIME`, carried in {@link Decision.nowMs}) as seen from here.
+ *
+ * When an entry's Reset has passed, exactly one call asks the store (the probe) and the calls that
+ * arrive meanwhile wait for its answer: a caller far over a per-second limit frees one unit every
+ * 1/limit seconds, and without this every connection in flight at that moment would ask. If the
+ * probe used the freed unit (Remaining 0 again) or was refused, the waiters get the new answer
+ * locally, exactly what the store says to a call that comes after the probe's; if more was free,
+ * they ask the store themselves. Callers with no entry are never held up.
  *
  * Exactness:
  * - an entry answers only for the very policy object it was decided for: a reload compiles new
  *   policies and a caller whose plan changed gets another one, so both go to the store at once;
- * - a call of the same identity and class admitted by the store (under another plan's policy)
- *   drops the entry; counts of other replicas can only make the store reject for longer, and the
- *   call at the cached Reset goes to the store and gets the real answer;
+ * - a call of the same identity and class admitted with room left (under another plan's policy)
+ *   drops the entry; counts of other replicas can only make the store refuse for longer, and the
+ *   call at the remembered Reset asks the store and gets the real answer;
  * - the store's clock is estimated as its time in the reply plus the monotonic time elapsed since
  *   the call was sent, an upper bound (the store read its clock after the send): an entry expires
  *   at the latest when the store would admit again, whatever this host's wall clock does;
- * - never for `mode: shadow` classes, nor for decisions of the fail-open fallback (`degraded`).
+ * - never for `mode: shadow` classes; a decision of the fail-open fallback (`degraded`) or a
+ *   failed call drops the entry.
  *
- * Memory is bounded by an LRU of entries (one per identity and class over its limit).
+ * Memory is bounded by an LRU of entries (one per identity and class at its limit).
  */
 import { LRUCache } from "lru-cache";
 import type { Counter } from "prom-client";
 import type { GatewayMetrics } from "../observability/metrics.js";
 import type { Decision, Limiter, LimitPolicy } from "./limiter.js";
 
-/** What a 429 of the store said, kept until its Reset. */
-interface Rejection {
+/** What the store said when nothing was left, kept until its Reset. */
+interface Exhausted {
   /** The policy object it was decided for; another object (reload, plan) never matches. */
   readonly policy: LimitPolicy;
   readonly windowIndex: number;
@@ -35,6 +43,8 @@ interface Rejection {
   readonly resetAtMs: number;
   /** Store time in the reply minus monotonic time when the call was sent (ms). */
   readonly offsetMs: number;
+  /** The one call asking the store since Reset passed, or null. */
+  probe: Promise<Decision> | null;
 }
 
 /** Options of {@link RejectionCache}. */
@@ -47,7 +57,7 @@ export interface RejectionCacheOptions {
    */
   monotonicMs?: () => number;
   metrics: Pick<GatewayMetrics, "localRejections">;
-  /** Identities × classes over their limit remembered; least recently used are dropped. @default 10000 */
+  /** Identities × classes at their limit remembered; least recently used are dropped. @default 10000 */
   maxEntries?: number;
 }
 
@@ -57,7 +67,7 @@ export class RejectionCache implements Limiter {
   private readonly monotonicMs: () => number;
   private readonly metrics: RejectionCacheOptions["metrics"];
   /** By class name and identity key (`read\nsub:alice`): what the store's keys are made of. */
-  private readonly entries: LRUCache<string, Rejection>;
+  private readonly entries: LRUCache<string, Exhausted>;
   /** Pre-bound metric children by class name. */
   private readonly counters = new Map<string, Counter.Internal>();
 
@@ -68,21 +78,24 @@ export class RejectionCache implements Limiter {
     this.entries = new LRUCache({ max: o.maxEntries ?? 10_000 });
   }
 
-  /** Answers locally while a rejection of this identity under this policy holds; else the store's answer. */
+  /** Answers locally while this identity is known to have nothing left under this policy. */
   consume(identityKey: string, policy: LimitPolicy): Promise<Decision> {
     if (policy.mode === "shadow") return this.inner.consume(identityKey, policy);
     const id = `${policy.className}\n${identityKey}`;
-    const local = this.answer(id, policy);
-    if (local === null) return this.ask(id, identityKey, policy, true);
+    const e = this.entries.get(id);
+    if (e === undefined || e.policy !== policy) return this.ask(id, identityKey, policy, true);
+    const local = this.answer(e);
+    if (local === null) return this.probe(id, identityKey, policy);
     this.counted(policy.className);
     return Promise.resolve(local);
   }
 
-  /** As {@link consume}, without counting: a rejected state reads the same either way. */
+  /** As {@link consume}, without counting: an exhausted state reads the same either way. */
   peek(identityKey: string, policy: LimitPolicy): Promise<Decision> {
     if (policy.mode === "shadow") return this.inner.peek(identityKey, policy);
     const id = `${policy.className}\n${identityKey}`;
-    const local = this.answer(id, policy);
+    const e = this.entries.get(id);
+    const local = e === undefined || e.policy !== policy ? null : this.answer(e);
     return local === null ? this.ask(id, identityKey, policy, false) : Promise.resolve(local);
   }
 
@@ -91,15 +104,10 @@ export class RejectionCache implements Limiter {
     return this.inner.close();
   }
 
-  /** The cached rejection as a decision, or null (none, another policy, or past its Reset). */
-  private answer(id: string, policy: LimitPolicy): Decision | null {
-    const e = this.entries.get(id);
-    if (e === undefined || e.policy !== policy) return null;
+  /** The remembered answer as a decision at this moment, or null once its Reset has passed. */
+  private answer(e: Exhausted): Decision | null {
     const nowMs = Math.ceil(this.monotonicMs() + e.offsetMs);
-    if (nowMs >= e.resetAtMs) {
-      this.entries.delete(id);
-      return null;
-    }
+    if (nowMs >= e.resetAtMs) return null;
     return {
       allowed: false,
       windowIndex: e.windowIndex,
@@ -111,10 +119,43 @@ export class RejectionCache implements Limiter {
     };
   }
 
+  /** Past Reset: one call asks the store, the others wait for its answer and look again. */
+  private async probe(id: string, key: string, policy: LimitPolicy): Promise<Decision> {
+    for (;;) {
+      const e = this.entries.get(id);
+      if (e === undefined || e.policy !== policy) return this.ask(id, key, policy, true);
+      const local = this.answer(e);
+      if (local !== null) {
+        this.counted(policy.className);
+        return local;
+      }
+      if (e.probe === null) {
+        const asked = this.ask(id, key, policy, true);
+        e.probe = asked;
+        try {
+          return await asked;
+        } finally {
+          e.probe = null;
+        }
+      }
+      await e.probe.catch(() => undefined);
+    }
+  }
+
   private async ask(id: string, key: string, policy: LimitPolicy, count: boolean): Promise<Decision> {
     const sentMs = this.monotonicMs();
-    const d = await (count ? this.inner.consume(key, policy) : this.inner.peek(key, policy));
-    if (!d.allowed && !d.degraded) {
+    let d: Decision;
+    try {
+      d = await (count ? this.inner.consume(key, policy) : this.inner.peek(key, policy));
+    } catch (err) {
+      this.entries.delete(id);
+      throw err;
+    }
+    if (d.degraded) {
+      this.entries.delete(id);
+    } else if (!d.allowed || (count && d.remaining === 0)) {
+      // A refusal, or the call that used the last unit: the next call is refused until Reset, in
+      // the window this decision reports (the one with nothing left that frees last).
       this.entries.set(id, {
         policy,
         windowIndex: d.windowIndex,
@@ -122,10 +163,10 @@ export class RejectionCache implements Limiter {
         resetAtMs: d.resetAtMs,
         // +1: the store reports whole milliseconds, rounded down.
         offsetMs: d.nowMs + 1 - sentMs,
+        probe: null,
       });
-    } else if (d.allowed && count) {
-      // Counted under another policy of the same identity and class (another plan): that entry's
-      // Reset no longer holds.
+    } else if (count) {
+      // Room left (under this or another plan's policy): whatever was remembered no longer holds.
       this.entries.delete(id);
     }
     return d;

@@ -1,6 +1,7 @@
 /**
- * Issue 17 item 2 against a real Redis: once Redis has answered 429, further calls of that identity
- * in that class until Reset make no Redis call at all (`INFO commandstats`) and get exactly what
+ * Issue 17 item 2 against a real Redis: once Redis has said that nothing is left (the call that
+ * used the last unit, or a 429), further calls of that identity in that class until Reset make no
+ * Redis call at all (`INFO commandstats`) and get exactly what
  * Redis would answer (status, headers, body: a second gateway with an empty cache asks Redis at the
  * same moment); the call at Reset is admitted; a reload (new policies) asks Redis again.
  */
@@ -74,10 +75,11 @@ describe("a caller over its limit", () => {
     const gw = await started(3);
     const get = () => request(`${gw.url}/v1/items`, { headers: auth });
     for (let i = 0; i < 3; i++) expect((await get()).status).toBe(200);
+    // The third call used the last unit (Remaining 0, Reset: when one more is admitted), so from
+    // the fourth on, no call reaches Redis until Reset.
+    const before = await evalshaCalls();
     const first = await get();
     expect(first.status).toBe(429);
-
-    const before = await evalshaCalls();
     const local: TestResponse[] = [];
     for (let i = 0; i < 25; i++) local.push(await get());
     expect(await evalshaCalls()).toBe(before);
@@ -88,7 +90,7 @@ describe("a caller over its limit", () => {
       expect(r.headers["x-ratelimit-limit"]).toBe("3");
     }
     const metrics = await scrape(gw.adminUrl);
-    expect(metrics.value("gateway_ratelimit_local_rejections_total", { class: "read" })).toBe(25);
+    expect(metrics.value("gateway_ratelimit_local_rejections_total", { class: "read" })).toBe(26);
     expect(
       metrics.value("gateway_ratelimit_decisions_total", { class: "read", plan: "none", outcome: "limited" }),
     ).toBe(26);

@@ -64,9 +64,12 @@ describe.each(["sliding_window", "sliding_log"] as const)("%s", (algorithm) => {
     const { inner, cache, registry, advance, remote } = setup();
     const p = policyOf(algorithm, 3);
     for (let i = 0; i < 3; i++) expect((await cache.consume("sub:a", p)).allowed).toBe(true);
-    const first = await cache.consume("sub:a", p);
-    expect(first.allowed).toBe(false);
+    // The third call used the last unit (Remaining 0): the fourth is refused without a store call.
     const storeCalls = inner.calls;
+    expect(storeCalls).toBe(3);
+    const first = await cache.consume("sub:a", p);
+    expect(first).toEqual({ ...(await inner.store.peek("sub:a", p)), nowMs: first.nowMs, degraded: false });
+    expect(first.allowed).toBe(false);
     for (let step = 0; step < 8; step++) {
       advance(1000);
       const local = await cache.consume("sub:a", p);
@@ -78,11 +81,54 @@ describe.each(["sliding_window", "sliding_log"] as const)("%s", (algorithm) => {
       expect(local).toEqual({ ...truth, nowMs: local.nowMs, degraded: false });
     }
     expect(inner.calls).toBe(storeCalls);
-    expect(await metricValue(registry, "gateway_ratelimit_local_rejections_total")).toBe(8);
+    expect(await metricValue(registry, "gateway_ratelimit_local_rejections_total")).toBe(9);
     // At Reset (store clock) the call reaches the store and is admitted.
     advance(first.resetAtMs - remote.nowMs());
     expect((await cache.consume("sub:a", p)).allowed).toBe(true);
     expect(inner.calls).toBe(storeCalls + 1);
+  });
+});
+
+describe("past Reset", () => {
+  it("one call asks the store; the calls arriving meanwhile get its answer", async () => {
+    const { inner, cache, advance } = setup();
+    const p = policyOf("sliding_log", 3);
+    for (let i = 0; i < 3; i++) {
+      expect((await cache.consume("sub:a", p)).allowed).toBe(true);
+      advance(1000); // calls one second apart: one unit frees at a time
+    }
+    const refused = await cache.consume("sub:a", p);
+    advance(refused.resetAtMs - refused.nowMs + 1);
+    const before = inner.calls;
+    const burst = await Promise.all(Array.from({ length: 20 }, () => cache.consume("sub:a", p)));
+    expect(inner.calls).toBe(before + 1);
+    expect(burst.map((d) => d.allowed)).toEqual([true, ...Array(19).fill(false)]);
+    // ... each refusal exactly what the store answers after the probe took the freed unit
+    const truth = await inner.store.peek("sub:a", p);
+    for (const d of burst.slice(1)) expect(d).toEqual({ ...truth, nowMs: d.nowMs, degraded: false });
+  });
+
+  it("when more than one unit is free, the waiters ask the store themselves", async () => {
+    const { inner, cache, advance } = setup();
+    const p = policyOf("sliding_log", 3);
+    for (let i = 0; i < 4; i++) await cache.consume("sub:a", p); // three at once, then refused
+    advance(10_001); // all three leave together
+    const before = inner.calls;
+    const burst = await Promise.all(Array.from({ length: 5 }, () => cache.consume("sub:a", p)));
+    expect(burst.filter((d) => d.allowed)).toHaveLength(3);
+    expect(inner.calls).toBeGreaterThan(before + 1);
+  });
+
+  it("a failed store call forgets the caller, so nobody waits on it", async () => {
+    const { inner, cache, advance } = setup();
+    const p = policyOf("sliding_log", 1);
+    await cache.consume("sub:a", p);
+    advance(10_001);
+    const consume = inner.consume;
+    inner.consume = () => Promise.reject(new Error("down"));
+    await expect(cache.consume("sub:a", p)).rejects.toThrow("down");
+    inner.consume = consume;
+    expect((await cache.consume("sub:a", p)).allowed).toBe(true);
   });
 });
 
@@ -163,6 +209,7 @@ describe("peek", () => {
     const peeked = await cache.peek("ip:10.0.0.1", p);
     expect(peeked).toEqual({ ...rejected, nowMs: peeked.nowMs });
     expect(inner.calls).toBe(before);
-    expect(await metricValue(registry, "gateway_ratelimit_local_rejections_total")).toBe(0);
+    // The consume answered locally counts; the peek does not.
+    expect(await metricValue(registry, "gateway_ratelimit_local_rejections_total")).toBe(1);
   });
 });

@@ -172,6 +172,13 @@ export interface GatewayVariant {
   cwd?: string;
   /** Another build's `main.js` (A/B against a patched copy). */
   main?: string;
+  /**
+   * The `read` class admits this many calls per second (one window of 1 s): the bench's one
+   * identity goes far over it (the over-limit cell).
+   */
+  readPerSecond?: number;
+  /** `workers` (SPEC §15); the bench measures the whole process group's CPU. */
+  workers?: number;
 }
 
 /** Limits no benchmark reaches: every call is admitted and counted. */
@@ -219,13 +226,17 @@ export function gatewayConfig(
       ],
     };
   }
-  classes.read = { match: { methods: ["GET", "HEAD"] }, windows: [{ limit: HUGE, window_s: 3600 }] };
+  classes.read = {
+    match: { methods: ["GET", "HEAD"] },
+    windows: [{ limit: v.readPerSecond ?? HUGE, window_s: v.readPerSecond === undefined ? 3600 : 1 }],
+  };
   classes.write = {
     match: { methods: ["POST", "PUT", "PATCH", "DELETE"] },
     windows: [{ limit: HUGE, window_s: 3600 }],
   };
   const cache = { max_entries: 100_000, max_ttl_s: 3600 };
   return {
+    ...(v.workers === undefined ? {} : { workers: v.workers }),
     listen: { host: "127.0.0.1", port: ports.apiPort, grace_ms: 2000 },
     admin: { host: "127.0.0.1", port: ports.adminPort },
     upstreams: { api: { url: upstreamUrl, timeout_ms: 30_000 } },

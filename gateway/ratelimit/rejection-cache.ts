@@ -21,8 +21,13 @@
  *   drops the entry; counts of other replicas can only make the store refuse for longer, and the
  *   call at the remembered Reset asks the store and gets the real answer;
  * - the store's clock is estimated as its time in the reply plus the monotonic time elapsed since
- *   the call was sent, an upper bound (the store read its clock after the send): an entry expires
- *   at the latest when the store would admit again, whatever this host's wall clock does;
+ *   the reply was read (so this host's wall clock does not matter): behind the store by the time
+ *   the reply waited to be read, at most that call's round trip. An entry therefore ends at Reset,
+ *   or earlier by that round trip when Reset lies closer than that to the next whole second: the
+ *   `X-RateLimit-Reset` header is Reset rounded up to the second, and a client that waits until
+ *   then must reach the store and be admitted. (Estimating from the send instead is never behind
+ *   the store, but runs ahead of it by the whole round trip, event-loop lag included: under load,
+ *   entries of a per-second limit expired before they were stored.)
  * - never for `mode: shadow` classes; a decision of the fail-open fallback (`degraded`) or a
  *   failed call drops the entry.
  *
@@ -41,7 +46,9 @@ interface Exhausted {
   readonly limit: number;
   /** When one more call is admitted (epoch ms, store clock). */
   readonly resetAtMs: number;
-  /** Store time in the reply minus monotonic time when the call was sent (ms). */
+  /** When the entry stops answering (epoch ms, store clock): Reset, or a little before (above). */
+  readonly untilMs: number;
+  /** Store time in the reply minus monotonic time when the reply was read (ms). */
   readonly offsetMs: number;
   /** The one call asking the store since Reset passed, or null. */
   probe: Promise<Decision> | null;
@@ -106,8 +113,8 @@ export class RejectionCache implements Limiter {
 
   /** The remembered answer as a decision at this moment, or null once its Reset has passed. */
   private answer(e: Exhausted): Decision | null {
-    const nowMs = Math.ceil(this.monotonicMs() + e.offsetMs);
-    if (nowMs >= e.resetAtMs) return null;
+    const nowMs = Math.floor(this.monotonicMs() + e.offsetMs);
+    if (nowMs >= e.untilMs) return null;
     return {
       allowed: false,
       windowIndex: e.windowIndex,
@@ -156,13 +163,15 @@ export class RejectionCache implements Limiter {
     } else if (!d.allowed || (count && d.remaining === 0)) {
       // A refusal, or the call that used the last unit: the next call is refused until Reset, in
       // the window this decision reports (the one with nothing left that frees last).
+      const readMs = this.monotonicMs();
+      const headerMs = Math.ceil(d.resetAtMs / 1000) * 1000; // X-RateLimit-Reset
       this.entries.set(id, {
         policy,
         windowIndex: d.windowIndex,
         limit: d.limit,
         resetAtMs: d.resetAtMs,
-        // +1: the store reports whole milliseconds, rounded down.
-        offsetMs: d.nowMs + 1 - sentMs,
+        untilMs: Math.min(d.resetAtMs, headerMs - Math.ceil(readMs - sentMs)),
+        offsetMs: d.nowMs - readMs,
         probe: null,
       });
     } else if (count) {

@@ -75,10 +75,9 @@ describe.each(["sliding_window", "sliding_log"] as const)("%s", (algorithm) => {
       const local = await cache.consume("sub:a", p);
       // What the store says now, read without counting (a rejected state reads the same).
       const truth = await inner.store.peek("sub:a", p);
-      // The store's clock, estimated from above (it reports whole milliseconds, rounded down).
-      expect(local.nowMs - remote.nowMs()).toBeGreaterThanOrEqual(0);
-      expect(local.nowMs - remote.nowMs()).toBeLessThanOrEqual(1);
-      expect(local).toEqual({ ...truth, nowMs: local.nowMs, degraded: false });
+      // The store's clock, as seen from here (the test's store answers at once: no round trip).
+      expect(local).toEqual({ ...truth, degraded: false });
+      expect(local.nowMs).toBe(remote.nowMs());
     }
     expect(inner.calls).toBe(storeCalls);
     expect(await metricValue(registry, "gateway_ratelimit_local_rejections_total")).toBe(9);
@@ -128,6 +127,72 @@ describe("past Reset", () => {
     inner.consume = () => Promise.reject(new Error("down"));
     await expect(cache.consume("sub:a", p)).rejects.toThrow("down");
     inner.consume = consume;
+    expect((await cache.consume("sub:a", p)).allowed).toBe(true);
+  });
+});
+
+describe("the store's clock", () => {
+  it("is read from the reply and moved on by monotonic time, whatever the local wall clock", async () => {
+    const local = new ManualClock(T0);
+    const remote = new ManualClock(T0 + 600_000);
+    const store = new MemoryStore({ clock: remote });
+    // A store whose reply takes 40 ms to come back (and to be read).
+    const slow: Limiter = {
+      consume: async (k, p) => {
+        const d = await store.consume(k, p);
+        local.advance(40);
+        remote.advance(40);
+        return d;
+      },
+      peek: (k, p) => store.peek(k, p),
+      close: () => store.close(),
+    };
+    const cache = new RejectionCache({
+      inner: slow,
+      monotonicMs: () => local.nowMs(),
+      metrics: testMetrics().metrics,
+    });
+    const p = policyOf("sliding_log", 1);
+    const used = await cache.consume("sub:a", p); // the last unit, decided 40 ms ago
+    // Behind the store by the reply's 40 ms at most, never ahead of it.
+    const d = await cache.consume("sub:a", p);
+    expect(d.allowed).toBe(false);
+    expect(remote.nowMs() - d.nowMs).toBe(40);
+    expect(d.nowMs).toBe(used.nowMs);
+  });
+
+  it("stops answering a round trip before the whole second when Reset is that close to it", async () => {
+    const local = new ManualClock(T0);
+    const remote = new ManualClock(Date.UTC(2026, 0, 1, 0, 0, 0, 990)); // 10 ms before a second
+    const store = new MemoryStore({ clock: remote });
+    const slow: Limiter = {
+      consume: async (k, p) => {
+        const d = await store.consume(k, p);
+        local.advance(25);
+        remote.advance(25);
+        return d;
+      },
+      peek: (k, p) => store.peek(k, p),
+      close: () => store.close(),
+    };
+    const cache = new RejectionCache({
+      inner: slow,
+      monotonicMs: () => local.nowMs(),
+      metrics: testMetrics().metrics,
+    });
+    const p = policyOf("sliding_log", 1);
+    const used = await cache.consume("sub:a", p);
+    // Reset is 10 s later at .990, so the header says the next whole second, 10 ms after Reset;
+    // the estimate may be 25 ms behind the store (that reply's round trip).
+    expect(used.resetAtMs % 1000).toBe(990);
+    const headerMs = Math.ceil(used.resetAtMs / 1000) * 1000;
+    const to = (t: number) => {
+      local.advance(t - remote.nowMs());
+      remote.advance(t - remote.nowMs());
+    };
+    to(used.resetAtMs - 20);
+    expect((await cache.consume("sub:a", p)).allowed).toBe(false); // still before Reset: local 429
+    to(headerMs); // a client that waited until X-RateLimit-Reset reaches the store and is admitted
     expect((await cache.consume("sub:a", p)).allowed).toBe(true);
   });
 });

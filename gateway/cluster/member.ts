@@ -8,6 +8,15 @@ import { isGatewayMessage, type FromWorker, type ToWorker } from "./messages.js"
 
 type Milliseconds = number;
 
+/**
+ * A matcher for {@link Member.waitFor}: messages of `type` (and, for an exchange, of `id`).
+ * @example member.waitFor(is("gw:prepared", 7), 10_000)
+ */
+export const is =
+  <K extends FromWorker["type"]>(type: K, id?: number) =>
+  (m: FromWorker): m is Extract<FromWorker, { type: K }> =>
+    m.type === type && (id === undefined || (m as { id?: number }).id === id);
+
 interface Wait {
   match(m: FromWorker): boolean;
   resolve(m: FromWorker | null): void;

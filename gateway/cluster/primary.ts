@@ -27,30 +27,23 @@ import type { AddressInfo } from "node:net";
 import pino, { type Logger } from "pino";
 import { Registry } from "prom-client";
 import { createAdminServer } from "../admin.js";
-import { loadConfig, type LoadedConfig } from "../config/load.js";
+import type { LoadedConfig } from "../config/load.js";
 import { workerCount } from "../config/workers-schema.js";
 import { createLogger } from "../observability/logger.js";
 import { createPrimaryMetrics } from "../observability/metrics.js";
+import { reloadGroup } from "./group-reload.js";
 import { LineRelay } from "./line-relay.js";
-import { Member } from "./member.js";
-import type { FromWorker } from "./messages.js";
+import { is, Member } from "./member.js";
 import { combineMetrics, type MetricSource } from "./metrics.js";
 
 /** A worker has this long to build its gateway and bind (ms); tsx-compiled sources are slow. */
 const START_TIMEOUT_MS = 30_000;
-/** Each worker has this long to build a reloaded configuration (tokens file included) (ms). */
-const PREPARE_TIMEOUT_MS = 10_000;
 /** A worker that does not answer a scrape within this is left out of it (ms). */
 const METRICS_TIMEOUT_MS = 2_000;
 /** At exit, how long the group's last lines may take to reach a slow stdout (ms). */
 const LAST_LINES_MS = 10_000;
 /** After `listen.grace_ms`, workers still running get this long before SIGKILL (ms). */
 const STOP_MARGIN_MS = 5_000;
-
-const is =
-  <K extends FromWorker["type"]>(type: K, id?: number) =>
-  (m: FromWorker): m is Extract<FromWorker, { type: K }> =>
-    m.type === type && (id === undefined || (m as { id?: number }).id === id);
 
 /**
  * Runs the primary of a `workers` > 1 gateway until SIGTERM/SIGINT (then exits 0), or exits 1 when
@@ -180,40 +173,14 @@ class Primary {
   private async reload(): Promise<void> {
     if (this.stopping) return;
     const started = performance.now();
-    let next: LoadedConfig;
-    try {
-      next = loadConfig(this.file, process.env, { checkFiles: true });
-    } catch (err) {
-      return this.rejected((err as Error).message);
-    }
-    if (next.config.rate_limits.store.redis === undefined) {
-      return this.rejected(
-        `rate_limits.store.redis: required while ${this.count} workers run (the memory store counts in each process)`,
-      );
-    }
-    const id = ++this.sequence;
-    const live = [...this.members.values()].filter((m) => m.listening);
-    const message = { type: "gw:prepare" as const, id, config: next.config, baseDir: next.baseDir };
-    const answers = await Promise.all(
-      live.map((m) => m.ask(message, is("gw:prepared", id), PREPARE_TIMEOUT_MS)),
-    );
-    // A worker that died meanwhile is not a refusal: its replacement starts on what is decided here.
-    const refusal = answers.findIndex((a, i) => (a === null ? !live[i]!.exited : a.error !== null));
-    if (refusal >= 0) {
-      for (const m of live) m.send({ type: "gw:abort", id });
-      const a = answers[refusal];
-      return this.rejected(
-        a?.error ?? `worker ${live[refusal]!.pid} did not answer within ${PREPARE_TIMEOUT_MS} ms`,
-      );
-    }
-    this.current = next;
-    await Promise.all(
-      live.map((m) => m.ask({ type: "gw:commit", id }, is("gw:committed", id), PREPARE_TIMEOUT_MS)),
-    );
+    const serving = [...this.members.values()].filter((m) => m.listening);
+    const result = await reloadGroup(this.file, this.count, serving, ++this.sequence);
+    if (!result.ok) return this.rejected(result.message);
+    this.current = result.next;
     this.metrics.configReloads.inc({ result: "success" });
     const durationMs = Math.round(performance.now() - started);
-    this.logger.info({ file: this.file, workers: live.length, durationMs }, "configuration reloaded");
-    if (workerCount(next.config.workers) !== this.count) {
+    this.logger.info({ file: this.file, workers: serving.length, durationMs }, "configuration reloaded");
+    if (workerCount(result.next.config.workers) !== this.count) {
       this.logger.warn({ workers: this.count }, "a changed `workers` takes effect at the next start");
     }
     this.logger.flush();

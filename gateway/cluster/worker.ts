@@ -137,6 +137,7 @@ class WorkerControl {
     this.stopping = true;
     const logger = this.gateway.logger;
     logger.info({ signal: by }, "shutting down");
+    logger.flush(); // operator-facing: not left in the buffer for the whole grace period
     this.gateway.close().then(
       () => logger.flush(() => process.exit(0)),
       (err: unknown) => {

@@ -11,8 +11,9 @@
  * arrive meanwhile wait for its answer: a caller far over a per-second limit frees one unit every
  * 1/limit seconds, and without this every connection in flight at that moment would ask. If the
  * probe used the freed unit (Remaining 0 again) or was refused, the waiters get the new answer
- * locally, exactly what the store says to a call that comes after the probe's; if more was free,
- * they ask the store themselves. Callers with no entry are never held up.
+ * locally, exactly what the store says to a call that comes after the probe's; if more was free
+ * but not enough for all of them, they ask one at a time until nothing is left; with room for all,
+ * they ask at once. Callers with no entry are never held up.
  *
  * Exactness:
  * - an entry answers only for the very policy object it was decided for: a reload compiles new
@@ -52,6 +53,8 @@ interface Exhausted {
   readonly offsetMs: number;
   /** The one call asking the store since Reset passed, or null. */
   probe: Promise<Decision> | null;
+  /** Calls waiting for {@link probe}'s answer. */
+  waiting: number;
 }
 
 /** Options of {@link RejectionCache}. */
@@ -139,13 +142,24 @@ export class RejectionCache implements Limiter {
       if (e.probe === null) {
         const asked = this.ask(id, key, policy, true);
         e.probe = asked;
+        let d: Decision;
         try {
-          return await asked;
+          d = await asked;
         } finally {
           e.probe = null;
         }
+        // More than one unit was free, but fewer than the calls waiting: they keep asking one at
+        // a time (each admitted in turn) until none is left. With room for all, they go at once.
+        if (d.allowed && !d.degraded && d.remaining < e.waiting && !this.entries.has(id))
+          this.entries.set(id, e);
+        return d;
       }
-      await e.probe.catch(() => undefined);
+      e.waiting++;
+      try {
+        await e.probe.catch(() => undefined);
+      } finally {
+        e.waiting--;
+      }
     }
   }
 
@@ -173,6 +187,7 @@ export class RejectionCache implements Limiter {
         untilMs: Math.min(d.resetAtMs, headerMs - Math.ceil(readMs - sentMs)),
         offsetMs: d.nowMs - readMs,
         probe: null,
+        waiting: 0,
       });
     } else if (count) {
       // Room left (under this or another plan's policy): whatever was remembered no longer holds.

@@ -107,15 +107,26 @@ describe("past Reset", () => {
     for (const d of burst.slice(1)) expect(d).toEqual({ ...truth, nowMs: d.nowMs, degraded: false });
   });
 
-  it("when more than one unit is free, the waiters ask the store themselves", async () => {
+  it("with a few units free, the waiters ask one at a time until none is left", async () => {
     const { inner, cache, advance } = setup();
     const p = policyOf("sliding_log", 3);
     for (let i = 0; i < 4; i++) await cache.consume("sub:a", p); // three at once, then refused
     advance(10_001); // all three leave together
     const before = inner.calls;
+    const burst = await Promise.all(Array.from({ length: 8 }, () => cache.consume("sub:a", p)));
+    expect(burst.map((d) => d.allowed)).toEqual([true, true, true, ...Array(5).fill(false)]);
+    expect(inner.calls).toBe(before + 3);
+  });
+
+  it("with room for every waiter, they ask at once", async () => {
+    const { inner, cache, advance } = setup();
+    const p = policyOf("sliding_log", 10);
+    for (let i = 0; i < 11; i++) await cache.consume("sub:a", p);
+    advance(10_001); // all ten leave together
+    const before = inner.calls;
     const burst = await Promise.all(Array.from({ length: 5 }, () => cache.consume("sub:a", p)));
-    expect(burst.filter((d) => d.allowed)).toHaveLength(3);
-    expect(inner.calls).toBeGreaterThan(before + 1);
+    expect(burst.every((d) => d.allowed)).toBe(true);
+    expect(inner.calls).toBe(before + 5);
   });
 
   it("a failed store call forgets the caller, so nobody waits on it", async () => {

@@ -41,6 +41,8 @@ beforeAll(async () => {
     res.end('{"ok":true}');
   });
   gw = await spawnGateway((p) => ((ports = p), config(100_000)), { readyTimeoutMs: 40_000 });
+  // The primary binds the admin port, then logs: its line may trail the port by a moment.
+  await gw.waitForLine((l) => l.msg === "gateway listening" && Array.isArray(l.workerPids));
 }, 60_000);
 
 afterAll(async () => {

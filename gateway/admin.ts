@@ -7,7 +7,8 @@ import type { Registry } from "prom-client";
 
 /** Options of {@link createAdminServer}. */
 export interface AdminOptions {
-  registry: Registry;
+  /** A gateway's registry, or a cluster primary's view of its whole group (SPEC §15). */
+  registry: Pick<Registry, "metrics" | "contentType">;
   /** True when the gateway can serve (limit store answers or fails open). */
   ready(): boolean;
 }

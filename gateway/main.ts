@@ -5,10 +5,16 @@
  *   gateway check --config FILE     validate a configuration (and the tokens file it names) and
  *                                   print its routes and classes
  * Signals: SIGTERM/SIGINT stop gracefully (exit 0); SIGHUP reloads the file.
+ * With `workers` > 1 (SPEC §15) `start` runs a node:cluster primary (`cluster/primary.ts`), which
+ * forks this same command as its workers (`cluster/worker.ts`) and takes the signals.
  */
+import cluster from "node:cluster";
 import { parseArgs } from "node:util";
 import { ConfigError, loadConfig, type LoadedConfig } from "./config/load.js";
 import { describeConfig } from "./config/describe.js";
+import { workerCount } from "./config/workers-schema.js";
+import { runPrimary } from "./cluster/primary.js";
+import { runWorker } from "./cluster/worker.js";
 import { DEFAULT_CONFIG } from "./main-config.js";
 import { createGateway } from "./server.js";
 
@@ -61,8 +67,16 @@ async function main(argv: string[]): Promise<number> {
     console.error(`unknown command "${command}"\n${USAGE}`);
     return 2;
   }
+  if (cluster.isWorker) {
+    runWorker(); // configured by its primary, never from the file
+    return -1;
+  }
   const loaded = load(file);
   if (loaded === null) return 1;
+  if (workerCount(loaded.config.workers) > 1) {
+    runPrimary(file, loaded);
+    return -1;
+  }
   const gateway = createGateway(loaded);
   await gateway.listen();
   let stopping = false;

@@ -32,6 +32,19 @@ export interface GatewayOptions {
   logger?: Logger;
   /** Defaults to a fresh registry. */
   registry?: Registry;
+  /**
+   * Bind the admin listener. A cluster worker does not: its primary serves `/metrics` for the
+   * whole process group (SPEC §15). @default true
+   */
+  admin?: boolean;
+}
+
+/** A configuration built and checked, not yet serving (SPEC §15: applied by every worker or none). */
+export interface PreparedReload {
+  /** New requests start on it from now on. */
+  commit(): void;
+  /** Releases what it built that the running configuration does not use. */
+  abort(): void;
 }
 
 /** Bound addresses after {@link Gateway.listen}. */
@@ -49,13 +62,19 @@ export interface Gateway {
   readonly runtime: Runtime;
   /** Hands buffered access lines to the log destination now (they otherwise go within 1 s). */
   flushAccessLog(): void;
-  /** Binds both listeners (`listen` and `admin` config). */
+  /** Binds both listeners (`listen` and `admin` config); `adminPort` is 0 without the admin listener. */
   listen(): Promise<GatewayAddresses>;
   /**
    * Validates `file` and swaps the runtime atomically; on error the running config stays.
    * @returns true when the new config is in effect
    */
   reload(file: string): Promise<boolean>;
+  /**
+   * Builds a validated configuration (its files read: tokens, certificates) without applying it;
+   * {@link reload} is `loadConfig` + `prepare` + `commit`.
+   * @throws Error when a file the configuration names cannot be loaded
+   */
+  prepare(next: LoadedConfig): PreparedReload;
   /**
    * Graceful stop: refuse new connections, let in-flight requests finish within `graceMs`
    * (default `listen.grace_ms`), close idle keep-alive sockets, release Redis and agents.
@@ -98,6 +117,28 @@ export function createGateway(loaded: LoadedConfig, options: GatewayOptions = {}
   }, 1000);
   flushTimer.unref();
   const admin = createAdminServer({ registry, ready: () => runtime.limiter.ready() });
+  const withAdmin = options.admin ?? true;
+
+  function prepare(next: LoadedConfig): PreparedReload {
+    const old = runtime;
+    // Certificates are re-read and checked first: a bad one keeps the running configuration.
+    const nextTls = tls === null ? null : serverTls(next.config, next.baseDir);
+    const built = buildRuntime(next.config, { ...deps, baseDir: next.baseDir }, h1, old);
+    return {
+      commit() {
+        // New connections get the new certificate; open ones keep theirs.
+        if (nextTls !== null) (api as https.Server).setSecureContext(nextTls);
+        const replaced = runtime;
+        runtime = built;
+        // Requests started on the old runtime may still use its agents: release after the grace
+        // period what `built` does not reuse (not what a later reload's runtime reuses).
+        setTimeout(() => void releaseRuntime(replaced, built), next.config.listen.grace_ms).unref();
+      },
+      abort() {
+        void releaseRuntime(built, old);
+      },
+    };
+  }
 
   const gateway: Gateway = {
     metrics,
@@ -111,28 +152,19 @@ export function createGateway(loaded: LoadedConfig, options: GatewayOptions = {}
     },
     async listen() {
       await listenOn(api, l.port, l.host);
-      await listenOn(admin, config.admin.port, config.admin.host);
+      if (withAdmin) await listenOn(admin, config.admin.port, config.admin.host);
       const addresses = {
         apiPort: (api.address() as AddressInfo).port,
-        adminPort: (admin.address() as AddressInfo).port,
+        adminPort: withAdmin ? (admin.address() as AddressInfo).port : 0,
       };
       logger.info({ ...addresses, routes: config.routes.length }, "gateway listening");
       logger.flush();
       return addresses;
     },
+    prepare,
     async reload(file) {
       try {
-        const next = loadConfig(file);
-        const old = runtime;
-        // Certificates are re-read and checked first: a bad one keeps the running configuration.
-        const nextTls = tls === null ? null : serverTls(next.config, next.baseDir);
-        const built = buildRuntime(next.config, { ...deps, baseDir: next.baseDir }, h1, old);
-        // New connections get the new certificate; open ones keep theirs.
-        if (nextTls !== null) (api as https.Server).setSecureContext(nextTls);
-        runtime = built;
-        // Requests started on the old runtime may still use its agents: release after the grace
-        // period what `built` does not reuse (not what a later reload's runtime reuses).
-        setTimeout(() => void releaseRuntime(old, built), next.config.listen.grace_ms).unref();
+        prepare(loadConfig(file)).commit();
         metrics.configReloads.inc({ result: "success" });
         logger.info({ file }, "configuration reloaded");
         logger.flush(); // rare and operator-facing: do not leave it in the async log buffer

@@ -13,6 +13,7 @@ import { httpUrl, nonNegativeInt, port, positiveInt } from "./primitives.js";
 import { rateLimitsSchema } from "./rate-limits-schema.js";
 import { listenTlsSchema } from "./tls-schema.js";
 import { tracingSchema } from "./tracing-schema.js";
+import { workersSchema, workersWithoutRedis } from "./workers-schema.js";
 
 const listenerSchema = (defaultPort: number) =>
   z.strictObject({
@@ -94,6 +95,7 @@ export const gatewayConfigSchema = z
     listen: listenSchema.prefault({}),
     admin: listenerSchema(9090).prefault({}),
     trust_proxy: nonNegativeInt.default(0).describe("X-Forwarded-For hops to trust for the client IP."),
+    workers: workersSchema,
     upstreams: z
       .record(z.string().min(1), upstreamSchema)
       .refine((u) => Object.keys(u).length > 0, { error: "expected at least one upstream" }),
@@ -118,6 +120,8 @@ export const gatewayConfigSchema = z
       .prefault({}),
   })
   .superRefine((cfg, ctx) => {
+    const shared = workersWithoutRedis(cfg.workers, cfg.rate_limits.store.redis !== undefined);
+    if (shared !== null) ctx.addIssue({ code: "custom", path: ["workers"], message: shared });
     for (const [name, u] of Object.entries(cfg.upstreams)) {
       const t = u.tls;
       if (t !== undefined && (t.cert_file === undefined) !== (t.key_file === undefined)) {

@@ -64,15 +64,13 @@ export class AccessLog implements FinishObserver {
 
   /**
    * @param logger - a pino logger; lines go to its destination (`pino.symbols.streamSym`), so
-   *   they interleave with its other lines in order
-   * @param service - the `service` field
+   *   they interleave with its other lines in order, and carry its base fields as pino writes them
+   *   (`"service"`, and a cluster worker's `"pid"`)
    */
-  constructor(
-    private readonly logger: Logger,
-    service = "gateway",
-  ) {
-    this.stream = (logger as unknown as Record<symbol, DestinationStream>)[pino.symbols.streamSym]!;
-    this.head = `,"service":${JSON.stringify(service)},"reqId":`;
+  constructor(private readonly logger: Logger) {
+    const own = logger as unknown as Record<symbol, unknown>;
+    this.stream = own[pino.symbols.streamSym] as DestinationStream;
+    this.head = `${own[pino.symbols.chindingsSym] as string},"reqId":`;
   }
 
   /** {@link FinishObserver}: one line per request. */

@@ -23,13 +23,18 @@ export const REDACT_PATHS = [
  * The gateway's logger. Access lines bypass it (see `AccessLog`) but go to the same destination.
  * @param level - pino level name
  * @param destination - where lines go; default an async stdout destination (4 KiB buffer)
+ * @param base - fields of every line after `service` (a cluster worker's `pid`, SPEC §15)
  */
-export function createLogger(level: string, destination?: DestinationStream): Logger {
+export function createLogger(
+  level: string,
+  destination?: DestinationStream,
+  base: Record<string, string | number> = {},
+): Logger {
   const dest = destination ?? pino.destination({ dest: 1, sync: false, minLength: 4096 });
   return pino(
     {
       level,
-      base: { service: "gateway" },
+      base: { service: "gateway", ...base },
       timestamp: pino.stdTimeFunctions.isoTime,
       formatters: { level: (label: string) => ({ level: label }) },
       redact: { paths: REDACT_PATHS, censor: "[redacted]" },

@@ -44,6 +44,13 @@ export type UpstreamErrorReason = "connect" | "timeout" | "reset";
 /** `gateway_tracing_spans_dropped_total` reason label (SPEC §13). */
 export type SpanDropReason = "queue_full" | "export_failed";
 
+/** `gateway_config_reloads_total`: a gateway's, or a cluster primary's for its whole group. */
+const CONFIG_RELOADS = {
+  name: "gateway_config_reloads_total",
+  help: "Configuration reloads (SIGHUP) by result (success, error).",
+  labelNames: ["result"] as const,
+};
+
 /** The gateway's metric families. */
 export interface GatewayMetrics {
   requests: Counter<"route" | "class" | "code">;
@@ -54,6 +61,7 @@ export interface GatewayMetrics {
   storeErrors: Counter<"store">;
   storeDuration: Histogram<"store">;
   storeDegraded: Gauge;
+  localRejections: Counter<"class">;
   authResults: Counter<"result">;
   introspectionRequests: Counter<"result">;
   introspectionDuration: Histogram;
@@ -126,6 +134,12 @@ export function createMetrics(registry: Registry, version: string): GatewayMetri
       help: "1 while the shared limit store is failing and decisions come from the local fallback.",
       registers,
     }),
+    localRejections: new Counter({
+      name: "gateway_ratelimit_local_rejections_total",
+      help: "Calls answered 429 from this process's cache of the store's rejections, without a store call.",
+      labelNames: ["class"],
+      registers,
+    }),
     authResults: new Counter({
       name: "gateway_auth_results_total",
       help: "Authentication results (valid, missing, malformed, invalid, insufficient_scope, unavailable, limited).",
@@ -168,12 +182,7 @@ export function createMetrics(registry: Registry, version: string): GatewayMetri
       labelNames: ["upstream", "reason"],
       registers,
     }),
-    configReloads: new Counter({
-      name: "gateway_config_reloads_total",
-      help: "Configuration reloads (SIGHUP) by result (success, error).",
-      labelNames: ["result"],
-      registers,
-    }),
+    configReloads: new Counter({ ...CONFIG_RELOADS, registers }),
     buildInfo: new Gauge({
       name: "gateway_build_info",
       help: "Build information; always 1.",
@@ -199,4 +208,14 @@ export function createMetrics(registry: Registry, version: string): GatewayMetri
   };
   m.buildInfo.set({ version, node_version: process.version }, 1);
   return m;
+}
+
+/**
+ * The families a cluster primary exports itself (SPEC §15): `gateway_config_reloads_total`, which
+ * counts each SIGHUP once for the whole process group (the workers apply, the primary validates
+ * and counts), and prom-client's default process metrics of the primary.
+ */
+export function createPrimaryMetrics(registry: Registry): Pick<GatewayMetrics, "configReloads"> {
+  collectDefaultMetrics({ register: registry });
+  return { configReloads: new Counter({ ...CONFIG_RELOADS, registers: [registry] }) };
 }

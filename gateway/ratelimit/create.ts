@@ -1,6 +1,7 @@
 /**
  * Builds the limiter a configuration asks for: the memory store when no Redis is configured,
- * otherwise the Redis store behind the failover wrapper (SPEC §4).
+ * otherwise the Redis store behind the failover wrapper (SPEC §4), and in front of both the cache
+ * of the store's rejections (over-limit callers cost no round trip: `rejection-cache.ts`).
  */
 import { ATTR_DB_SYSTEM_NAME } from "@opentelemetry/semantic-conventions";
 import type { Logger } from "pino";
@@ -12,6 +13,7 @@ import { FailoverLimiter } from "./failover.js";
 import type { Limiter } from "./limiter.js";
 import { MemoryStore } from "./memory-store.js";
 import { RedisStore } from "./redis-store.js";
+import { RejectionCache } from "./rejection-cache.js";
 
 /** Dependencies of {@link createLimiter}. */
 export interface LimiterDeps {
@@ -67,5 +69,7 @@ export function createLimiter(config: GatewayConfig, deps: LimiterDeps): Limiter
     ping: () => store.client.ping(),
   });
   const open = rl.failure_mode === "open";
-  return { limiter: failover, ready: () => open || failover.healthy, span: REDIS_SPAN };
+  const limiter = new RejectionCache({ inner: failover, metrics: deps.metrics });
+  // The span names the store call; a local answer of the rejection cache is inside it too (short).
+  return { limiter, ready: () => open || failover.healthy, span: REDIS_SPAN };
 }

@@ -3,7 +3,7 @@
  * taskset exists, polled until they accept TCP, and measured from /proc (CPU ticks, RSS).
  */
 import { execFileSync, spawn, type ChildProcess, type StdioOptions } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import net from "node:net";
 
 /** Core the servers run on; the load generator gets {@link LOAD_CORE}. */
@@ -127,6 +127,35 @@ export function cpuMicros(pid: number): number {
   const rest = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
   const ticks = Number(rest[11]) + Number(rest[12]);
   return (ticks * 1e6) / CLK_TCK;
+}
+
+/** `pid` and every process below it (a `workers` gateway's primary and its workers), from /proc. */
+export function processTree(pid: number): number[] {
+  const out = [pid];
+  for (let i = 0; i < out.length; i++) {
+    try {
+      for (const tid of readdirSync(`/proc/${out[i]!}/task`)) {
+        const kids = readFileSync(`/proc/${out[i]!}/task/${tid}/children`, "utf8").trim();
+        if (kids !== "") out.push(...kids.split(" ").map(Number));
+      }
+    } catch {
+      // exited meanwhile
+    }
+  }
+  return out;
+}
+
+/** CPU time of `pid` and every process below it (µs); processes that exited meanwhile count 0. */
+export function cpuMicrosTree(pid: number): number {
+  let sum = 0;
+  for (const p of processTree(pid)) {
+    try {
+      sum += cpuMicros(p);
+    } catch {
+      // exited meanwhile
+    }
+  }
+  return sum;
 }
 
 /** Resident set size of `pid` (bytes), from VmRSS. */

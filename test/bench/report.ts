@@ -21,6 +21,10 @@ export interface Sample {
   introspectionsPerReq?: number;
   /** CPU of redis-server per request (µs), Redis cells. */
   redisCpuUsPerReq?: number;
+  /** CPU of a `workers` gateway's primary alone per request (µs), included in `cpuUsPerReq`. */
+  primaryCpuUsPerReq?: number;
+  /** Calls answered 429 from the gateway's cache of Redis's 429s (gateway cells). */
+  localRejections?: number;
 }
 
 /** A row of the table. */

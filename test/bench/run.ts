@@ -8,6 +8,10 @@
  *   e   the gateway, Redis, IETF headers and a shadow class on the benched path
  *   f   the gateway, Redis store, plans and 1000 consumers (the caller found among them); paired
  *       against d round by round (issue 13: within 3 %)
+ *   g   the gateway, Redis store, the one identity far over its limit (500 calls per second admitted,
+ *       wrk offers ~20x that): Redis calls per rejected request (issue 17 item 2: ~0), against c
+ *   w2  the gateway, Redis store, `workers: 2` on the same pinned core as d: what the primary (the
+ *       line relay, node:cluster's connection hand-off) costs per request; CPU is the process tree's
  *   dj  the gateway, Redis, a warm JWT access token (auth.jwt beside introspection), paired with d
  *   t1  d with tracing, sample_ratio 0.01      t100  d with tracing, sample_ratio 1.0
  *       (spans to an OTLP/HTTP collector stand-in on the load core; paired per round with d)
@@ -28,7 +32,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { cpuMicros, isPinned, pinSelf, rssBytes, sleep } from "./procs.js";
+import { cpuMicros, cpuMicrosTree, isPinned, pinSelf, processTree, rssBytes, sleep } from "./procs.js";
 import {
   countersTable,
   fmt,
@@ -76,6 +80,8 @@ const CHURN_TOKENS = 10_000;
 const WARMUP_S = 2;
 const TOKEN = "bench-warm-token";
 const PATH = "/v1/user";
+/** Calls per second the over-limit cell (g) admits; wrk offers about 20 times that. */
+const OVER_LIMIT_RPS = 500;
 const LAST_RUN = fileURLToPath(new URL("./last-run.md", import.meta.url));
 
 /** One column of the interleaved table. */
@@ -103,14 +109,17 @@ async function measure(
   const m0 = extra.gateway === undefined ? "" : await extra.gateway.metrics();
   const r0 = extra.redis === undefined ? null : await extra.redis.commandCalls();
   const rc0 = extra.redis === undefined ? 0 : cpuMicros(extra.redis.child.pid);
-  const c0 = cpuMicros(target.child.pid);
+  const tree = processTree(target.child.pid).length > 1;
+  const c0 = cpuMicrosTree(target.child.pid);
+  const p0 = cpuMicros(target.child.pid);
   const w = await runWrk(target.url + PATH, {
     seconds,
     connections: CONNECTIONS,
     script,
     ...(doneFile === undefined ? {} : { doneFile }),
   });
-  const c1 = cpuMicros(target.child.pid);
+  const c1 = cpuMicrosTree(target.child.pid);
+  const p1 = cpuMicros(target.child.pid);
   const rc1 = extra.redis === undefined ? 0 : cpuMicros(extra.redis.child.pid);
   const r1 = extra.redis === undefined ? null : await extra.redis.commandCalls();
   const m1 = extra.gateway === undefined ? "" : await extra.gateway.metrics();
@@ -124,6 +133,7 @@ async function measure(
     non2xx: w.non2xx,
     socketErrors: w.socketErrors,
   };
+  if (tree) sample.primaryCpuUsPerReq = (p1 - p0) / n;
   if (r0 !== null && r1 !== null) {
     sample.redisPerReq = {};
     for (const [cmd, calls] of r1) {
@@ -138,6 +148,7 @@ async function measure(
       metricSum(m1, name, filter) - metricSum(m0, name, filter);
     sample.sourceCallsPerReq = delta("gateway_token_cache_lookups_total", 'result="miss"') / n;
     sample.introspectionsPerReq = delta("gateway_introspection_requests_total") / n;
+    sample.localRejections = delta("gateway_ratelimit_local_rejections_total");
   }
   return sample;
 }
@@ -153,6 +164,13 @@ function gatewayCheck(expectIetf: boolean, resource: string, limit?: number) {
     if (expectIetf && r.headers["ratelimit"] === undefined) return "no RateLimit header (headers.ietf)";
     return null;
   };
+}
+
+/** The over-limit cell answers 200 until its second's calls are spent, then 429 (both decorated). */
+function overLimitCheck(r: Awaited<ReturnType<typeof get>>): string | null {
+  if (r.status !== 200 && r.status !== 429) return `answers ${r.status}: ${r.body.slice(0, 160)}`;
+  if (r.headers["x-ratelimit-resource"] !== "read") return "no X-RateLimit-Resource: read";
+  return null;
 }
 
 /** Starts a gateway; a failure (e.g. Redis store not ready yet) becomes a "pending" reason. */
@@ -247,6 +265,18 @@ async function main(): Promise<number> {
         keyPrefix: "bf",
         plans: true,
       }),
+      g: await tryGateway("g-redis-over-limit", dir, upstream, {
+        tokensFile: warmTokens,
+        redisUrl: redis.url,
+        keyPrefix: "bg",
+        readPerSecond: OVER_LIMIT_RPS,
+      }),
+      w2: await tryGateway("w2-redis-2-workers", dir, upstream, {
+        tokensFile: warmTokens,
+        redisUrl: redis.url,
+        keyPrefix: "bw",
+        workers: 2,
+      }),
       t1: await tryGateway("t1-redis-tracing-0.01", dir, upstream, traced(0.01, "bt1")),
       t100: await tryGateway("t100-redis-tracing-1.0", dir, upstream, traced(1, "bt100")),
     };
@@ -330,6 +360,9 @@ async function main(): Promise<number> {
     gwCell("d", "gateway, Redis store", false, "read", true);
     gwCell("e", "gateway, Redis, IETF headers + shadow class", true, "user", true);
     gwCell("f", "gateway, Redis store, plans + 1000 consumers", false, "read", true, PRO_READ_LIMIT);
+    gwCell("g", `gateway, Redis store, one identity over its ${OVER_LIMIT_RPS}/s limit`, false, "read", true);
+    cells.at(-1)!.check = overLimitCheck;
+    gwCell("w2", "gateway, Redis store, workers: 2 (same core)", false, "read", true);
     {
       const label = "gateway, Redis store, warm JWT (auth.jwt beside introspection)";
       const cell: Cell = {
@@ -594,6 +627,8 @@ function report(rows: Row[], extra: Row[], tracingNotes: string[], elapsedS: num
     ratioTable(rows, "b"),
     "",
     pairedTable(rows, "d", "f"),
+    pairedTable(rows, "c", "g"),
+    pairedTable(rows, "d", "w2"),
     pairedTable(rows, "d", "d*"),
     pairedTable(rows, "c", "c*"),
     pairedTable(rows, "d", "dj"),
@@ -613,6 +648,9 @@ function report(rows: Row[], extra: Row[], tracingNotes: string[], elapsedS: num
     countersTable(extra),
     "",
     ...extra.filter((r) => r.note !== undefined).map((r) => `- ${r.id}: ${r.note}`),
+    "",
+    ...overLimitLines(rows.find((r) => r.id === "g")),
+    ...workersLines(rows.find((r) => r.id === "w2")),
   ];
   const cold = extra.find((r) => r.id === "cold");
   const coldJwt = extra.find((r) => r.id === "cold-jwt");
@@ -668,6 +706,43 @@ function tracingSection(rows: readonly Row[], notes: string[]): string[] {
     );
   }
   return [...lines, ...notes, ""];
+}
+
+/** Cell g: how many Redis calls a rejected request cost, and how many were answered locally. */
+function overLimitLines(g: Row | undefined): string[] {
+  if (g === undefined || g.samples.length === 0) return [];
+  const perRejected = g.samples.map((s) => {
+    const rejected = s.non2xx;
+    const evalsha = (s.redisPerReq?.evalsha ?? 0) * s.requests;
+    return { rejected, perRejected: (evalsha - (s.requests - rejected)) / Math.max(rejected, 1), s };
+  });
+  const fmt3 = (x: number) => x.toFixed(4);
+  return [
+    `Over-limit caller (g, ${OVER_LIMIT_RPS} calls/s admitted): per round, ` +
+      perRejected
+        .map(
+          (x) =>
+            `${Math.round(x.s.rps)} req/s offered (${(x.s.rps / OVER_LIMIT_RPS).toFixed(0)}x the limit), ` +
+            `${((x.rejected / x.s.requests) * 100).toFixed(1)} % rejected, ` +
+            `${fmt3(x.perRejected)} Redis calls per rejected request, ${x.s.localRejections ?? 0} answered locally`,
+        )
+        .join("; ") +
+      ".",
+    "",
+  ];
+}
+
+/** Cell w2: the primary's share of the process group's CPU per request. */
+function workersLines(w2: Row | undefined): string[] {
+  if (w2 === undefined || w2.samples.length === 0) return [];
+  return [
+    "workers: 2 (w2): the primary (line relay and connection hand-off) per round " +
+      w2.samples
+        .map((s) => `${(s.primaryCpuUsPerReq ?? NaN).toFixed(1)} of ${s.cpuUsPerReq.toFixed(0)} µs/req`)
+        .join(", ") +
+      ".",
+    "",
+  ];
 }
 
 main().then(

@@ -226,6 +226,13 @@ export interface GatewayVariant {
   tls?: { certFile: string; keyFile: string; http2?: boolean };
   /** `tracing` (SPEC §13): spans to this OTLP/HTTP endpoint, new traces sampled at `sampleRatio`. */
   tracing?: { endpoint: string; sampleRatio: number };
+  /**
+   * The `read` class admits this many calls per second (one window of 1 s): the bench's one
+   * identity goes far over it (the over-limit cell).
+   */
+  readPerSecond?: number;
+  /** `workers` (SPEC §15); the bench measures the whole process group's CPU. */
+  workers?: number;
 }
 
 /** Limits no benchmark reaches: every call is admitted and counted. */
@@ -273,7 +280,10 @@ export function gatewayConfig(
       ],
     };
   }
-  classes.read = { match: { methods: ["GET", "HEAD"] }, windows: [{ limit: HUGE, window_s: 3600 }] };
+  classes.read = {
+    match: { methods: ["GET", "HEAD"] },
+    windows: [{ limit: v.readPerSecond ?? HUGE, window_s: v.readPerSecond === undefined ? 3600 : 1 }],
+  };
   classes.write = {
     match: { methods: ["POST", "PUT", "PATCH", "DELETE"] },
     windows: [{ limit: HUGE, window_s: 3600 }],
@@ -292,6 +302,7 @@ export function gatewayConfig(
         ? {}
         : { tls: { cert_file: v.tls.certFile, key_file: v.tls.keyFile }, http2: v.tls.http2 ?? true }),
     },
+    ...(v.workers === undefined ? {} : { workers: v.workers }),
     admin: { host: "127.0.0.1", port: ports.adminPort },
     upstreams: { api: { url: upstreamUrl, timeout_ms: 30_000 } },
     routes: [{ prefix: "/v1", upstream: "api" }],

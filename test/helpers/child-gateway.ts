@@ -203,7 +203,11 @@ export function listeningPortsOf(pid: number): Set<number> {
  * Connects to `port` until it accepts. The admin listener binds after the API listener, so an
  * accepting admin port means the gateway is serving. Each retry follows a refused connection.
  */
-async function waitUntilListening(port: number, exited: Promise<unknown>, timeoutMs: number): Promise<void> {
+export async function waitUntilListening(
+  port: number,
+  exited: Promise<unknown>,
+  timeoutMs: number,
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   let dead = false;
   void exited.then(() => (dead = true));

@@ -42,7 +42,13 @@ it("follows the new primary after SENTINEL FAILOVER and keeps enforcing", async 
     "the replica to catch up",
     async () => (await cli(group.replica.port, "ZCARD", beforeKey)) === "25",
   );
-  await cli(group.sentinel.port, "SENTINEL", "FAILOVER", "gwmaster");
+  // The sentinel learns of the replica from the primary's INFO (every 10 s): until then FAILOVER
+  // answers NOGOODSLAVE, so ask until it is accepted.
+  await waitFor(
+    "the sentinel to accept the failover",
+    async () => (await cli(group.sentinel.port, "SENTINEL", "FAILOVER", "gwmaster")) === "OK",
+    20_000,
+  );
   await waitFor(
     "the replica to be promoted",
     async () => (await cli(group.replica.port, "ROLE")).startsWith("master"),

@@ -87,6 +87,20 @@ function expected(f: Fields): Omit<AccessLine, "time"> {
   return { ...line, msg: "request" };
 }
 
+/** Asserts our line for `f` has pino's exact bytes (but the time); @returns our line */
+function expectPinoBytes(f: Fields): string {
+  const ours = sink();
+  const theirs = sink();
+  const { level: _l, service: _s, msg: _m, ...obj } = expected(f);
+  createLogger("info", theirs).info(obj, "request");
+  const log = new AccessLog(createLogger("info", ours));
+  log.write(scopeOf(f), f.status, f.durationMs);
+  log.flush();
+  const strip = (s: string) => s.replace(/"time":"[^"]*"/, '"time":""');
+  expect(strip(ours.writes.join(""))).toBe(strip(theirs.writes.join("")));
+  return ours.writes.join("");
+}
+
 const fields: fc.Arbitrary<Fields> = fc.record({
   reqId: fc.string({ unit: "binary", maxLength: 40 }),
   method: fc.constantFrom("GET", "POST", "DELETE"),
@@ -142,29 +156,12 @@ describe("AccessLog", () => {
       upstreamMs: 0.5,
       remaining: 7,
     };
-    const ours = sink();
-    const theirs = sink();
-    const { level: _l, service: _s, msg: _m, ...obj } = expected(f);
-    createLogger("info", theirs).info(obj, "request");
-    const log = new AccessLog(createLogger("info", ours));
-    log.write(scopeOf(f), f.status, f.durationMs);
-    log.flush();
-    const strip = (s: string) => s.replace(/"time":"[^"]*"/, '"time":""');
-    expect(strip(ours.writes.join(""))).toBe(strip(theirs.writes.join("")));
+    expectPinoBytes(f);
   });
 
   it('writes `"plan":null` exactly as pino does for a caller without a plan', () => {
     const f: Fields = { ...baseFields(), plan: null, cls: "anonymous", identity: "" };
-    const ours = sink();
-    const theirs = sink();
-    const { level: _l, service: _s, msg: _m, ...obj } = expected(f);
-    createLogger("info", theirs).info(obj, "request");
-    const log = new AccessLog(createLogger("info", ours));
-    log.write(scopeOf(f), f.status, f.durationMs);
-    log.flush();
-    const strip = (s: string) => s.replace(/"time":"[^"]*"/, '"time":""');
-    expect(strip(ours.writes.join(""))).toBe(strip(theirs.writes.join("")));
-    expect(ours.writes.join("")).toContain('"class":"anonymous","plan":null,"status":200');
+    expect(expectPinoBytes(f)).toContain('"class":"anonymous","plan":null,"status":200');
   });
 
   it("has pino's exact bytes with the trace ids of tracing, placed after protocol", () => {
@@ -172,16 +169,7 @@ describe("AccessLog", () => {
       ...baseFields(),
       trace: { traceId: "4bf92f3577b34da6a3ce929d0e0e4736", spanId: "00f067aa0ba902b7" },
     };
-    const ours = sink();
-    const theirs = sink();
-    const { level: _l, service: _s, msg: _m, ...obj } = expected(f);
-    createLogger("info", theirs).info(obj, "request");
-    const log = new AccessLog(createLogger("info", ours));
-    log.write(scopeOf(f), f.status, f.durationMs);
-    log.flush();
-    const strip = (s: string) => s.replace(/"time":"[^"]*"/, '"time":""');
-    expect(strip(ours.writes.join(""))).toBe(strip(theirs.writes.join("")));
-    expect(ours.writes.join("")).toContain(
+    expect(expectPinoBytes(f)).toContain(
       '"protocol":"1.1","traceId":"4bf92f3577b34da6a3ce929d0e0e4736","spanId":"00f067aa0ba902b7","msg"',
     );
   });

@@ -80,6 +80,9 @@ beforeAll(async () => {
           read: { match: { methods: ["GET"] }, windows: [{ limit: 1000, window_s: 3600 }] },
         },
         anonymous: { windows: [{ limit: 100, window_s: 3600 }] },
+        // Every caller on a plan, so the SERVER span shows it (the anonymous class has none).
+        default_plan: "free",
+        plans: { free: {} },
       },
       // The default export delay (1 s): the first test checks spans arrive within 5 s.
       tracing: { endpoint: rx.endpoint },
@@ -153,7 +156,7 @@ describe("the SERVER span", () => {
       "client.address": "127.0.0.1",
       "network.protocol.version": "1.1",
       "gateway.ratelimit.class": "read",
-      "gateway.ratelimit.plan": "none",
+      "gateway.ratelimit.plan": "free",
       "gateway.ratelimit.decision": "allowed",
       "gateway.ratelimit.remaining": Number(r.headers["x-ratelimit-remaining"]),
       "gateway.identity": "alice",

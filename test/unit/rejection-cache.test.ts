@@ -142,27 +142,36 @@ describe("past Reset", () => {
   });
 });
 
+/**
+ * A memory store on its own clock (`remoteStartMs`) behind a rejection cache on a local monotonic
+ * clock, whose every consume takes `replyMs` to come back (both clocks move on by it).
+ */
+function slowStore(remoteStartMs: number, replyMs: number) {
+  const local = new ManualClock(T0);
+  const remote = new ManualClock(remoteStartMs);
+  const store = new MemoryStore({ clock: remote });
+  const slow: Limiter = {
+    consume: async (k, p) => {
+      const d = await store.consume(k, p);
+      local.advance(replyMs);
+      remote.advance(replyMs);
+      return d;
+    },
+    peek: (k, p) => store.peek(k, p),
+    close: () => store.close(),
+  };
+  const cache = new RejectionCache({
+    inner: slow,
+    monotonicMs: () => local.nowMs(),
+    metrics: testMetrics().metrics,
+  });
+  return { local, remote, cache };
+}
+
 describe("the store's clock", () => {
   it("is read from the reply and moved on by monotonic time, whatever the local wall clock", async () => {
-    const local = new ManualClock(T0);
-    const remote = new ManualClock(T0 + 600_000);
-    const store = new MemoryStore({ clock: remote });
-    // A store whose reply takes 40 ms to come back (and to be read).
-    const slow: Limiter = {
-      consume: async (k, p) => {
-        const d = await store.consume(k, p);
-        local.advance(40);
-        remote.advance(40);
-        return d;
-      },
-      peek: (k, p) => store.peek(k, p),
-      close: () => store.close(),
-    };
-    const cache = new RejectionCache({
-      inner: slow,
-      monotonicMs: () => local.nowMs(),
-      metrics: testMetrics().metrics,
-    });
+    // A store 10 min ahead of the local clock, whose reply takes 40 ms to come back (and be read).
+    const { remote, cache } = slowStore(T0 + 600_000, 40);
     const p = policyOf("sliding_log", 1);
     const used = await cache.consume("sub:a", p); // the last unit, decided 40 ms ago
     // Behind the store by the reply's 40 ms at most, never ahead of it.
@@ -173,24 +182,7 @@ describe("the store's clock", () => {
   });
 
   it("stops answering a round trip before the whole second when Reset is that close to it", async () => {
-    const local = new ManualClock(T0);
-    const remote = new ManualClock(Date.UTC(2026, 0, 1, 0, 0, 0, 990)); // 10 ms before a second
-    const store = new MemoryStore({ clock: remote });
-    const slow: Limiter = {
-      consume: async (k, p) => {
-        const d = await store.consume(k, p);
-        local.advance(25);
-        remote.advance(25);
-        return d;
-      },
-      peek: (k, p) => store.peek(k, p),
-      close: () => store.close(),
-    };
-    const cache = new RejectionCache({
-      inner: slow,
-      monotonicMs: () => local.nowMs(),
-      metrics: testMetrics().metrics,
-    });
+    const { local, remote, cache } = slowStore(Date.UTC(2026, 0, 1, 0, 0, 0, 990), 25); // 10 ms before a second
     const p = policyOf("sliding_log", 1);
     const used = await cache.consume("sub:a", p);
     // Reset is 10 s later at .990, so the header says the next whole second, 10 ms after Reset;

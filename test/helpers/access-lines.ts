@@ -7,6 +7,7 @@ import type { Logger } from "pino";
 import type { AccessLine } from "../../gateway/observability/access-log.js";
 import { createLogger } from "../../gateway/observability/logger.js";
 import type { TestGateway } from "./gateway.js";
+import { logLines } from "./log-lines.js";
 
 /** What {@link captureLog} returns. */
 export interface CapturedLog {
@@ -20,12 +21,8 @@ export interface CapturedLog {
 
 /** @param level - pino level of the logger (access lines need `info` or below) */
 export function captureLog(level = "info"): CapturedLog {
-  const lines: Record<string, unknown>[] = [];
-  const logger = createLogger(level, {
-    write(chunk: string) {
-      for (const line of chunk.split("\n")) if (line !== "") lines.push(JSON.parse(line));
-    },
-  });
+  const { destination, lines } = logLines();
+  const logger = createLogger(level, destination);
   return {
     logger,
     lines,

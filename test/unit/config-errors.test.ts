@@ -115,12 +115,6 @@ describe("configuration errors name the key path", () => {
     ]);
   });
 
-  it("no_auth_source", () => {
-    expect(problemsOf("no_auth_source.yaml")).toEqual([
-      "auth: expected a token source: `jwt` (JWT access tokens), `introspection` (an RFC 7662 endpoint) or `static` (a tokens file) @6:3",
-    ]);
-  });
-
   it("jwt_hmac_algorithm_and_no_audience", () => {
     expect(problemsOf("jwt_hmac_algorithm_and_no_audience.yaml")).toEqual([
       "auth.jwt.audience: expected at least one audience, received [] @8:15",

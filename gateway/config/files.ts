@@ -7,7 +7,7 @@ import path from "node:path";
 import { loadStaticTokens, TokensFileError } from "../auth/static-source.js";
 import { upstreamTls } from "../proxy/upstream-tls.js";
 import { serverTls } from "../transport/server-tls.js";
-import type { ConfigFinding } from "./finding.js";
+import { ConfigFileError, type ConfigFinding } from "./finding.js";
 import type { GatewayConfig } from "./schema.js";
 
 const TOKENS_FILE = ["auth", "static", "tokens_file"] as const;
@@ -20,14 +20,13 @@ const TOKENS_FILE = ["auth", "static", "tokens_file"] as const;
  */
 export function checkFiles(config: GatewayConfig, baseDir: string): ConfigFinding[] {
   const found = [...tokensFile(config, baseDir)];
-  // The TLS readers throw `<key path>: <message>`; the finding points at that key.
+  // The TLS readers throw ConfigFileError; the finding points at its key.
   const tlsCheck = (read: () => unknown): void => {
     try {
       read();
     } catch (err) {
-      const m = /^([^:]+): (.*)$/s.exec((err as Error).message);
-      if (m === null) throw err;
-      found.push({ segments: m[1]!.split("."), message: m[2]! });
+      if (!(err instanceof ConfigFileError)) throw err;
+      found.push({ segments: err.segments, message: err.detail });
     }
   };
   tlsCheck(() => serverTls(config, baseDir));

@@ -6,6 +6,7 @@
 import { readFileSync } from "node:fs";
 import { isIP } from "node:net";
 import path from "node:path";
+import { ConfigFileError } from "../config/finding.js";
 import type { GatewayConfig } from "../config/schema.js";
 
 type UpstreamConfig = GatewayConfig["upstreams"][string];
@@ -27,7 +28,7 @@ export interface UpstreamTls {
  * @param name - the upstream's config name (for error messages)
  * @param baseDir - directory relative file names resolve against (the config file's)
  * @returns the settings, or null for an `http://` upstream
- * @throws Error naming the key path (`upstreams.<name>.tls.ca_file: cannot read ...`) when a file
+ * @throws ConfigFileError naming the key path (`upstreams.<name>.tls.ca_file: cannot read ...`) when a file
  *   cannot be read
  */
 export function upstreamTls(name: string, cfg: UpstreamConfig, baseDir: string): UpstreamTls | null {
@@ -40,7 +41,10 @@ export function upstreamTls(name: string, cfg: UpstreamConfig, baseDir: string):
     try {
       return readFileSync(path.resolve(baseDir, file));
     } catch (err) {
-      throw new Error(`upstreams.${name}.tls.${key}: cannot read ${file}: ${(err as Error).message}`);
+      throw new ConfigFileError(
+        ["upstreams", name, "tls", key],
+        `cannot read ${file}: ${(err as Error).message}`,
+      );
     }
   };
   const out: UpstreamTls = {

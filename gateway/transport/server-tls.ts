@@ -6,6 +6,7 @@
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { createSecureContext, type SecureContextOptions } from "node:tls";
+import { ConfigFileError } from "../config/finding.js";
 import type { GatewayConfig } from "../config/schema.js";
 
 /** Options for `tls.createServer` / `setSecureContext`. */
@@ -20,7 +21,7 @@ export interface ServerTls extends SecureContextOptions {
 /**
  * @param baseDir - directory relative file names resolve against (the config file's)
  * @returns the settings, or null without `listen.tls`
- * @throws Error naming the key path: `listen.tls.cert_file: cannot read …`, or
+ * @throws ConfigFileError naming the key path: `listen.tls.cert_file: cannot read …`, or
  *   `listen.tls.key_file: does not match listen.tls.cert_file (…)`
  */
 export function serverTls(config: GatewayConfig, baseDir: string): ServerTls | null {
@@ -30,7 +31,7 @@ export function serverTls(config: GatewayConfig, baseDir: string): ServerTls | n
     try {
       return readFileSync(path.resolve(baseDir, file));
     } catch (err) {
-      throw new Error(`listen.tls.${key}: cannot read ${file}: ${(err as Error).message}`);
+      throw new ConfigFileError(["listen", "tls", key], `cannot read ${file}: ${(err as Error).message}`);
     }
   };
   const out: ServerTls = {
@@ -49,9 +50,8 @@ export function serverTls(config: GatewayConfig, baseDir: string): ServerTls | n
       /key values mismatch|key_values_mismatch/i.test(message) || /KEY/.test(message)
         ? "key_file"
         : "cert_file";
-    throw new Error(
-      `listen.tls.${key}: ${key === "key_file" ? "does not match listen.tls.cert_file" : "not a usable certificate"} (${message})`,
-    );
+    const detail = key === "key_file" ? "does not match listen.tls.cert_file" : "not a usable certificate";
+    throw new ConfigFileError(["listen", "tls", key], `${detail} (${message})`);
   }
   return out;
 }

@@ -92,6 +92,14 @@ describe("configuration errors name the key path", () => {
     ]);
   });
 
+  it("dotted_upstream_tls_file_missing places the TLS file under the dotted upstream name", () => {
+    const problems = problemsOf("dotted_upstream_tls_file_missing.yaml");
+    expect(problems).toHaveLength(1);
+    expect(problems[0]).toMatch(
+      /^upstreams\["docs\.v2"\]\.tls\.ca_file: cannot read no-such-ca\.pem: ENOENT.* @2:\d+$/,
+    );
+  });
+
   it("the tokens file is checked by `gateway check` only: loading for `start` leaves it to the runtime", () => {
     expect(() => loadConfig(fixture("tokens_file_missing.yaml"), {})).not.toThrow();
   });

@@ -48,8 +48,6 @@ export class RequestScope {
   policy: ResolvedPolicy | null = null;
   /** The identity's value as logged (`sub`, `client_id`, ...), or "". */
   identity = "";
-  /** The identity with its kind (`sub:alice`), the key the limiter counts under, or "". */
-  identityKey = "";
   /** SHA-256 hex of the bearer token (the cache key), or "". */
   tokenHash = "";
   decision: Decision | null = null;

@@ -46,7 +46,7 @@ async function gatewayWith(listen: Record<string, unknown>): Promise<TestGateway
 async function handshake(
   port: number,
   options: tls.ConnectionOptions = {},
-): Promise<{ alpn: string | false; version: string | null } | Error> {
+): Promise<{ alpn: string | false | null; version: string | null } | Error> {
   const socket = tls.connect({
     host: "127.0.0.1",
     port,

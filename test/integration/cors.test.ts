@@ -143,3 +143,28 @@ describe("responses to an allowed origin", () => {
     expect(res.headers.vary).toBe("Accept-Encoding, Origin");
   });
 });
+
+describe("with allow_credentials and headers.ietf", () => {
+  let credentialed: TestGateway;
+
+  beforeAll(async () => {
+    credentialed = await startGateway(
+      testConfig(upstream.url, {
+        headers: { ietf: true },
+        cors: { allowed_origins: ["*"], allow_credentials: true },
+      }),
+    );
+  });
+
+  afterAll(() => credentialed.close());
+
+  it("echoes the origin for *, allows credentials and exposes the IETF fields too", async () => {
+    const res = await request(`${credentialed.url}/v1/user`, {
+      headers: { authorization: "Bearer valid-token", origin: "https://any.example.net" },
+    });
+    expect(res.status).toBe(200);
+    expect(res.headers["access-control-allow-origin"]).toBe("https://any.example.net");
+    expect(res.headers["access-control-allow-credentials"]).toBe("true");
+    expect(res.headers["access-control-expose-headers"]).toBe(`${EXPOSED}, RateLimit, RateLimit-Policy`);
+  });
+});

@@ -90,6 +90,13 @@ describe("the upstream client", () => {
       expect(h.authorization).toBe("Bearer valid-token");
     });
 
+    it("removes a client's X-Client-Cert-Subject on a plain listener (SPEC §12)", async () => {
+      await request(`${gw.url}/v1/user`, {
+        headers: { authorization: "Bearer valid-token", "x-client-cert-subject": "CN=admin" },
+      });
+      expect(lastSeen().headers["x-client-cert-subject"]).toBeUndefined();
+    });
+
     it("removes a spoofed X-Auth-Subject when the token has no sub", async () => {
       await request(`${gw.url}/v1/user`, {
         headers: { authorization: "Bearer client-token", "x-auth-subject": "admin" },

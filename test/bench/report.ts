@@ -84,6 +84,9 @@ export function mainTable(rows: readonly Row[]): string {
   return out.join("\n");
 }
 
+/** Issue 17's targets against bare http-proxy 1.18 (cell h) and the Fastify peer. */
+const TARGETS: Record<string, string> = { "d/h": "≥ 1.1", "c/h": "≥ 1.3" };
+
 /** Ratios of median req/s against the bare proxy, and p99 distance to the bare p99. */
 export function ratioTable(rows: readonly Row[], baseId: string): string {
   const base = rows.find((r) => r.id === baseId);
@@ -96,7 +99,7 @@ export function ratioTable(rows: readonly Row[], baseId: string): string {
   ];
   for (const r of rows) {
     if (r.id === baseId || r.id === "a") continue;
-    const target = r.id === "d" ? "≥ 1.00 and ≤ +1 ms" : "";
+    const target = TARGETS[`${r.id}/${baseId}`] ?? "";
     if (r.pending !== undefined || r.samples.length === 0) {
       out.push(`| ${r.id}/${baseId} | pending | | ${target} |`);
       continue;

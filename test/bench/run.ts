@@ -33,24 +33,14 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { cpuMicros, cpuMicrosTree, isPinned, pinSelf, processTree, rssBytes, sleep } from "./procs.js";
-import {
-  countersTable,
-  fmt,
-  mainTable,
-  med,
-  median,
-  pairedTable,
-  ratioTable,
-  type Row,
-  type Sample,
-} from "./report.js";
+import { fmt, med, type Row, type Sample } from "./report.js";
 import {
   get,
-  machine,
   metricSum,
   startAuthServer,
   startBareProxy,
   startCollectorSink,
+  startFastifyPeer,
   startGateway,
   startRedis,
   startUndiciProxy,
@@ -64,6 +54,9 @@ import {
   type GatewayVariant,
   type Target,
 } from "./targets.js";
+import { hasNginx, startNginxUpstream } from "./nginx-upstream.js";
+import { report } from "./run-report.js";
+import { openLoopSection, type OpenLoopCell } from "./open-loop-runs.js";
 import { cyclingTokenScript, ensureWrk, runWrk, staticTokenScript } from "./wrk.js";
 
 function envInt(name: string, dflt: number, min: number, max: number): number {
@@ -82,6 +75,10 @@ const TOKEN = "bench-warm-token";
 const PATH = "/v1/user";
 /** Calls per second the over-limit cell (g) admits; wrk offers about 20 times that. */
 const OVER_LIMIT_RPS = 500;
+/** Rounds of the open-loop runs (each: 2 rates x the open-loop cells x BENCH_SECONDS). */
+const OPEN_ROUNDS = envInt("BENCH_OPEN_ROUNDS", 3, 0, 20);
+/** Cells driven at a constant rate after the saturation rounds (issue 17 item 3). */
+const OPEN_LOOP_CELLS = ["a", "h", "b2", "fy", "c", "d"];
 const LAST_RUN = fileURLToPath(new URL("./last-run.md", import.meta.url));
 
 /** One column of the interleaved table. */
@@ -219,11 +216,13 @@ async function main(): Promise<number> {
       `bench: ${ROUNDS} rounds x ${SECONDS} s per cell, ${CONNECTIONS} connections, ` +
         `servers ${isPinned ? "on core 0, wrk and redis-server on core 1" : "unpinned (no taskset)"}`,
     );
-    const upstream = keep(await startUpstream());
+    const upstream = keep(hasNginx ? await startNginxUpstream(dir) : await startUpstream());
     const redis = keep(await startRedis(dir));
     const warmTokens = writeWarmTokens(dir, TOKEN);
     const script = staticTokenScript(dir, TOKEN);
-    const bare = keep(await startBareProxy(upstream.url));
+    const bareH = keep(await startBareProxy(upstream.url, "http-proxy"));
+    const bare = keep(await startBareProxy(upstream.url, "http-proxy-3"));
+    const fastify = keep(await startFastifyPeer(upstream.url, redis.url));
     const undici = keep(await startUndiciProxy(upstream.url, "dispatch"));
     const undiciStream = keep(await startUndiciProxy(upstream.url, "stream"));
     // The IdP issues the cold runs' tokens and the warm JWT cell's token up front.
@@ -279,6 +278,19 @@ async function main(): Promise<number> {
       }),
       t1: await tryGateway("t1-redis-tracing-0.01", dir, upstream, traced(0.01, "bt1")),
       t100: await tryGateway("t100-redis-tracing-1.0", dir, upstream, traced(1, "bt100")),
+      u1: await tryGateway("u1-redis-unpinned", dir, upstream, {
+        tokensFile: warmTokens,
+        redisUrl: redis.url,
+        keyPrefix: "bu1",
+        core: "0,1",
+      }),
+      u2: await tryGateway("u2-redis-2-workers-unpinned", dir, upstream, {
+        tokensFile: warmTokens,
+        redisUrl: redis.url,
+        keyPrefix: "bu2",
+        workers: 2,
+        core: "0,1",
+      }),
     };
     const dj =
       typeof auth === "string"
@@ -312,7 +324,18 @@ async function main(): Promise<number> {
       if (g !== undefined && typeof g !== "string") keep(g);
     const row = (id: string, label: string): Row => ({ id, label, samples: [] });
     const cells: Cell[] = [
-      { id: "a", label: "upstream alone", target: upstream, row: row("a", "upstream alone") },
+      {
+        id: "a",
+        label: "upstream alone",
+        target: upstream,
+        row: row("a", `upstream alone (${hasNginx ? "nginx" : "Node http"}, load core)`),
+      },
+      {
+        id: "h",
+        label: "bare http-proxy 1.18",
+        target: bareH,
+        row: row("h", "bare http-proxy 1.18 (keep-alive agent)"),
+      },
       {
         id: "b",
         label: "bare http-proxy-3",
@@ -330,6 +353,18 @@ async function main(): Promise<number> {
         label: "undici stream",
         target: undiciStream,
         row: row("b3", "bare undici Pool proxy, stream()"),
+      },
+      {
+        id: "fy",
+        label: "Fastify peer",
+        target: fastify,
+        redis,
+        row: row(
+          "fy",
+          "Fastify + @fastify/http-proxy + @fastify/rate-limit on Redis (no auth, log, metrics)",
+        ),
+        check: (r) =>
+          r.status === 200 && r.headers["x-ratelimit-limit"] !== undefined ? null : `answers ${r.status}`,
       },
     ];
     const gwCell = (
@@ -384,6 +419,8 @@ async function main(): Promise<number> {
     }
     gwCell("t1", "gateway, Redis store, tracing sample_ratio 0.01", false, "read", true);
     gwCell("t100", "gateway, Redis store, tracing sample_ratio 1.0", false, "read", true);
+    gwCell("u1", "gateway, Redis store, unpinned (both cores)", false, "read", true);
+    gwCell("u2", "gateway, Redis store, workers: 2, unpinned (both cores)", false, "read", true);
     if (alt !== undefined) {
       const cell: Cell = {
         id: "d*",
@@ -452,12 +489,22 @@ async function main(): Promise<number> {
     }
     for (const cell of active) cell.row.rssMb = rssBytes(cell.target!.child.pid) / 2 ** 20;
     const tracingNotes = await spanCounts(active.filter((c) => c.id === "t1" || c.id === "t100"));
+    const openLoop = await openLoopRuns(active);
     // Free the server core for the runs below.
     for (const cell of active) if (cell.id !== "a") await cell.target!.child.stop();
 
     const extraRows = only === undefined ? await churnAndCold(dir, upstream, redis, auth, keep) : [];
     const rows = cells.map((c) => c.row).filter((r) => r.pending !== "not selected");
-    const md = report(rows, extraRows, tracingNotes, (Date.now() - t0) / 1000);
+    const md = report(rows, extraRows, {
+      rounds: ROUNDS,
+      seconds: SECONDS,
+      connections: CONNECTIONS,
+      path: PATH,
+      overLimitRps: OVER_LIMIT_RPS,
+      tracingNotes,
+      openLoop,
+      elapsedS: (Date.now() - t0) / 1000,
+    });
     console.log(`\n${md}`);
     if (only === undefined) {
       writeFileSync(LAST_RUN, md);
@@ -468,6 +515,27 @@ async function main(): Promise<number> {
     await Promise.all(started.map((t) => t.child.stop().catch(() => undefined)));
     rmSync(dir, { recursive: true, force: true });
   }
+}
+
+/** The open-loop runs against the selected cells, at 50 % and 80 % of cell h's median (report lines). */
+async function openLoopRuns(active: readonly Cell[]): Promise<string[]> {
+  const h = active.find((c) => c.id === "h");
+  if (OPEN_ROUNDS === 0 || h === undefined) return [];
+  const cells: OpenLoopCell[] = active
+    .filter((c) => OPEN_LOOP_CELLS.includes(c.id))
+    .map((c) => ({ id: c.id, label: c.row.label, url: c.target!.url + PATH, token: c.token ?? TOKEN }));
+  console.log(`open loop: ${cells.map((c) => c.id).join(", ")} at 50 % and 80 % of h, ${OPEN_ROUNDS} rounds`);
+  return openLoopSection(
+    cells,
+    med(h.row.samples, (s) => s.rps),
+    {
+      rounds: OPEN_ROUNDS,
+      seconds: SECONDS,
+      connections: CONNECTIONS,
+      baseId: "h",
+      gatewayId: "d",
+    },
+  );
 }
 
 /** Spans each tracing cell exported and dropped over the whole run (warm-up included). */
@@ -605,144 +673,6 @@ async function churnAndCold(
     await g.child.stop();
   }
   return rows;
-}
-
-function report(rows: Row[], extra: Row[], tracingNotes: string[], elapsedS: number): string {
-  const d = rows.find((r) => r.id === "d");
-  const b = rows.find((r) => r.id === "b");
-  const lines = [
-    `### Benchmark run ${new Date().toISOString().slice(0, 16).replace("T", " ")} UTC`,
-    "",
-    `Machine: ${machine()}. Command: \`npm run bench\` (BENCH_ROUNDS=${ROUNDS}, BENCH_SECONDS=${SECONDS}); ` +
-      `wrk 1 thread, ${CONNECTIONS} keep-alive connections, \`GET ${PATH}\` (~300-byte JSON), ` +
-      (isPinned
-        ? "wrk and redis-server on core 1 (Redis stands for its own host), the upstream, gateways, proxies and oidc-provider on core 0 (taskset)"
-        : "no taskset: processes unpinned") +
-      `. Cells interleaved over ${ROUNDS} rounds; medians with min–max. CPU and RSS are the process ` +
-      `under test's (/proc). Gateway: built dist/, access log at info to /dev/null, warm token cache. ` +
-      `Total bench time ${fmt(elapsedS, 0)} s.`,
-    "",
-    mainTable(rows),
-    "",
-    ratioTable(rows, "b"),
-    "",
-    pairedTable(rows, "d", "f"),
-    pairedTable(rows, "c", "g"),
-    pairedTable(rows, "d", "w2"),
-    pairedTable(rows, "d", "d*"),
-    pairedTable(rows, "c", "c*"),
-    pairedTable(rows, "d", "dj"),
-    "",
-    ...tracingSection(rows, tracingNotes),
-    "Per request (warm cells; expected: 1 EVALSHA, 0 token-source and introspection calls):",
-    "",
-    countersTable(rows),
-    "",
-    "Cache churn (10k distinct tokens and identities cycled by the wrk script, measured after one " +
-      "pass over them filled the cache; RSS after) and cold " +
-      "tokens (every token new to the gateway: opaque ones introspected by oidc-provider on the same core, " +
-      "JWTs from the same provider validated locally):",
-    "",
-    mainTable(extra),
-    "",
-    countersTable(extra),
-    "",
-    ...extra.filter((r) => r.note !== undefined).map((r) => `- ${r.id}: ${r.note}`),
-    "",
-    ...overLimitLines(rows.find((r) => r.id === "g")),
-    ...workersLines(rows.find((r) => r.id === "w2")),
-  ];
-  const cold = extra.find((r) => r.id === "cold");
-  const coldJwt = extra.find((r) => r.id === "cold-jwt");
-  if (cold !== undefined && coldJwt !== undefined && cold.samples.length > 0 && coldJwt.samples.length > 0) {
-    const ratio = med(coldJwt.samples, (s) => s.rps) / med(cold.samples, (s) => s.rps);
-    lines.push("", `Targets: cold-jwt/cold ≥ 5 → ${fmt(ratio, 2)} (${ratio >= 5 ? "met" : "missed"}).`);
-  }
-  const dj = rows.find((r) => r.id === "dj");
-  if (d !== undefined && dj !== undefined && d.samples.length > 0 && dj.samples.length > 0) {
-    const n = Math.min(d.samples.length, dj.samples.length);
-    const perRound = Array.from({ length: n }, (_, i) => dj.samples[i]!.rps / d.samples[i]!.rps);
-    const ratio = median(perRound);
-    lines.push(
-      "",
-      `Targets: warm JWT within 3 % of warm token cache (dj/d paired) → ${fmt(ratio, 3)} ` +
-        `(${ratio >= 0.97 ? "met" : "missed"}).`,
-    );
-  }
-  if (d !== undefined && b !== undefined && d.samples.length > 0 && b.samples.length > 0) {
-    const ratio = med(d.samples, (s) => s.rps) / med(b.samples, (s) => s.rps);
-    const dp99 = med(d.samples, (s) => s.p99Ms) - med(b.samples, (s) => s.p99Ms);
-    lines.push(
-      "",
-      `Targets: d/b ≥ 1.00 → ${fmt(ratio, 2)} (${ratio >= 1 ? "met" : "missed"}); ` +
-        `gateway p99 ≤ bare p99 + 1 ms → ${dp99 >= 0 ? "+" : ""}${fmt(dp99, 2)} ms (${dp99 <= 1 ? "met" : "missed"}).`,
-    );
-  }
-  return lines.join("\n") + "\n";
-}
-
-/** Tracing against tracing off (d), paired per round; the 1.0 cell's cost per request. */
-function tracingSection(rows: readonly Row[], notes: string[]): string[] {
-  const d = rows.find((r) => r.id === "d");
-  const t100 = rows.find((r) => r.id === "t100");
-  if (d === undefined || d.samples.length === 0 || notes.length === 0) return [];
-  const lines = [
-    "Tracing (issue 16; target: t1 within 3 % of d), paired with d (tracing off) round by round:",
-    "",
-    pairedTable(rows, "d", "t1"),
-    pairedTable(rows, "d", "t100"),
-    "",
-  ];
-  if (t100 !== undefined && t100.samples.length > 0) {
-    const n = Math.min(d.samples.length, t100.samples.length);
-    const extra = Array.from(
-      { length: n },
-      (_, i) => t100.samples[i]!.cpuUsPerReq - d.samples[i]!.cpuUsPerReq,
-    );
-    lines.push(
-      `Cost of sample_ratio 1.0: ${fmt(median(extra), 1)} µs CPU per request more than d ` +
-        `(per round: ${extra.map((x) => fmt(x, 1)).join(", ")}).`,
-      "",
-    );
-  }
-  return [...lines, ...notes, ""];
-}
-
-/** Cell g: how many Redis calls a rejected request cost, and how many were answered locally. */
-function overLimitLines(g: Row | undefined): string[] {
-  if (g === undefined || g.samples.length === 0) return [];
-  const perRejected = g.samples.map((s) => {
-    const rejected = s.non2xx;
-    const evalsha = (s.redisPerReq?.evalsha ?? 0) * s.requests;
-    return { rejected, perRejected: (evalsha - (s.requests - rejected)) / Math.max(rejected, 1), s };
-  });
-  const fmt3 = (x: number) => x.toFixed(4);
-  return [
-    `Over-limit caller (g, ${OVER_LIMIT_RPS} calls/s admitted): per round, ` +
-      perRejected
-        .map(
-          (x) =>
-            `${Math.round(x.s.rps)} req/s offered (${(x.s.rps / OVER_LIMIT_RPS).toFixed(0)}x the limit), ` +
-            `${((x.rejected / x.s.requests) * 100).toFixed(1)} % rejected, ` +
-            `${fmt3(x.perRejected)} Redis calls per rejected request, ${x.s.localRejections ?? 0} answered locally`,
-        )
-        .join("; ") +
-      ".",
-    "",
-  ];
-}
-
-/** Cell w2: the primary's share of the process group's CPU per request. */
-function workersLines(w2: Row | undefined): string[] {
-  if (w2 === undefined || w2.samples.length === 0) return [];
-  return [
-    "workers: 2 (w2): the primary (line relay and connection hand-off) per round " +
-      w2.samples
-        .map((s) => `${(s.primaryCpuUsPerReq ?? NaN).toFixed(1)} of ${s.cpuUsPerReq.toFixed(0)} µs/req`)
-        .join(", ") +
-      ".",
-    "",
-  ];
 }
 
 main().then(

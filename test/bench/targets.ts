@@ -49,14 +49,19 @@ async function startTsChild(
   return { child, url: `http://127.0.0.1:${port}`, port };
 }
 
-/** (a) the upstream. */
+/** (a) the Node upstream, where nginx is missing (`nginx-upstream.ts`), on the load core. */
 export function startUpstream(): Promise<Target> {
-  return startTsChild("upstream", "upstream.ts", []);
+  return startTsChild("upstream", "upstream.ts", [], LOAD_CORE);
 }
 
-/** (b) the bare http-proxy-3 server. */
-export function startBareProxy(upstreamUrl: string): Promise<Target> {
-  return startTsChild("bare-proxy", "bare-proxy.ts", [upstreamUrl]);
+/** (h) a bare http-proxy 1.18 server, (b) a bare http-proxy-3 server. */
+export function startBareProxy(upstreamUrl: string, flavour: "http-proxy" | "http-proxy-3"): Promise<Target> {
+  return startTsChild(`bare-${flavour}`, "bare-proxy.ts", [upstreamUrl, flavour]);
+}
+
+/** (fy) the Fastify peer: `@fastify/http-proxy` and `@fastify/rate-limit` on Redis. */
+export function startFastifyPeer(upstreamUrl: string, redisUrl: string): Promise<Target> {
+  return startTsChild("fastify-peer", "fastify-peer.ts", [upstreamUrl, redisUrl]);
 }
 
 /** The TLS cells' reference: a bare Node TLS proxy on undici, HTTP/1.1 or HTTP/2. */
@@ -233,6 +238,8 @@ export interface GatewayVariant {
   readPerSecond?: number;
   /** `workers` (SPEC §15); the bench measures the whole process group's CPU. */
   workers?: number;
+  /** `taskset -c` list of the gateway's process (default the server core; "0,1" unpins it). */
+  core?: string;
 }
 
 /** Limits no benchmark reaches: every call is admitted and counted. */
@@ -366,9 +373,7 @@ export async function startGateway(
     name,
     process.execPath,
     [...(v.nodeArgs ?? []), main, "start", "--config", file],
-    {
-      cwd: v.cwd ?? ROOT,
-    },
+    { cwd: v.cwd ?? ROOT, ...(v.core === undefined ? {} : { core: v.core }) },
   );
   await waitForPort(child, adminPort);
   const adminUrl = `http://127.0.0.1:${adminPort}`;

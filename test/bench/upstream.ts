@@ -1,25 +1,13 @@
 /**
- * Benchmark upstream (child process): Node `http`, keep-alive, `GET /v1/user` answering a fixed
- * JSON document of about 300 bytes; anything else 404. Usage: `upstream.ts <port>`.
+ * Benchmark upstream (child process) where nginx is missing: Node `http`, keep-alive, `GET /v1/user`
+ * answering a fixed JSON document of about 300 bytes; anything else 404. Usage: `upstream.ts <port>`.
  */
 import http from "node:http";
+import { NOT_FOUND_JSON, USER_JSON } from "./user-doc.js";
 
 const port = Number(process.argv[2]);
-const USER = Buffer.from(
-  JSON.stringify({
-    id: 42,
-    login: "ada",
-    name: "Ada Lovelace",
-    email: "ada@example.com",
-    company: "Analytical Engines Ltd",
-    location: "London",
-    bio: "Wrote the first published algorithm intended for a machine.",
-    spaces: ["handbook", "api-docs", "notes"],
-    created_at: "1843-07-10T00:00:00Z",
-    updated_at: "1852-11-27T00:00:00Z",
-  }),
-);
-const NOT_FOUND = Buffer.from('{"message":"no such resource"}');
+const USER = Buffer.from(USER_JSON);
+const NOT_FOUND = Buffer.from(NOT_FOUND_JSON);
 
 const server = http.createServer({ keepAliveTimeout: 65_000 }, (req, res) => {
   // Drain any request body so the connection can be reused.

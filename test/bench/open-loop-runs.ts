@@ -1,0 +1,147 @@
+/**
+ * Issue 17 item 3: latency at a fixed offered rate. Each cell is driven by the open-loop generator
+ * (`open-loop.ts`, on the load core) at 50 % and 80 % of the bare http-proxy 1.18 cell's saturation
+ * rate from the same run, interleaved over rounds; the table gives medians over rounds.
+ */
+import { execFile } from "node:child_process";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { LOAD_CORE, pinned } from "./procs.js";
+import { fmt, median } from "./report.js";
+
+const HERE = fileURLToPath(new URL(".", import.meta.url));
+
+/** What one open-loop run printed (rates in req/s, latencies in ms from each request's due time). */
+export interface OpenLoopResult {
+  offered: number;
+  achieved: number;
+  requests: number;
+  p50Ms: number;
+  p90Ms: number;
+  p99Ms: number;
+  p999Ms: number;
+  maxMs: number;
+  errors: number;
+  non2xx: number;
+}
+
+/** A cell driven at a fixed rate. */
+export interface OpenLoopCell {
+  id: string;
+  label: string;
+  /** URL of the benched path. */
+  url: string;
+  token?: string;
+}
+
+/** Runs the generator once against `url` at `rate` req/s for `seconds` (plus its 1 s warm-up). */
+export function runOpenLoop(
+  url: string,
+  rate: number,
+  seconds: number,
+  connections: number,
+  token?: string,
+): Promise<OpenLoopResult> {
+  const args = ["--import", "tsx", path.join(HERE, "open-loop.ts"), url, String(rate), String(seconds)];
+  args.push(String(connections), ...(token === undefined ? [] : [token]));
+  const [cmd, argv] = pinned(LOAD_CORE, process.execPath, args);
+  return new Promise((resolve, reject) => {
+    execFile(cmd, argv, { timeout: (seconds + 20) * 1000 }, (err, stdout, stderr) => {
+      if (err !== null) reject(new Error(`open-loop generator: ${err.message} ${stderr.slice(0, 300)}`));
+      else resolve(JSON.parse(stdout.trim().split("\n").at(-1)!) as OpenLoopResult);
+    });
+  });
+}
+
+/**
+ * Drives every cell at 50 % and 80 % of `baseRps`, `rounds` times, interleaved.
+ * @returns the report's lines: a table per rate and the target line (gateway d at 50 %)
+ */
+export async function openLoopSection(
+  cells: readonly OpenLoopCell[],
+  baseRps: number,
+  opts: { rounds: number; seconds: number; connections: number; baseId: string; gatewayId: string },
+): Promise<string[]> {
+  const fractions = [0.5, 0.8];
+  const results = new Map<string, OpenLoopResult[]>();
+  for (let round = 0; round < opts.rounds; round++) {
+    for (const f of fractions) {
+      const rate = Math.round(baseRps * f);
+      for (let i = 0; i < cells.length; i++) {
+        const cell = cells[(i + round) % cells.length]!;
+        const r = await runOpenLoop(cell.url, rate, opts.seconds, opts.connections, cell.token).catch(
+          (e: Error) => {
+            console.log(`  open-loop ${cell.id} @ ${rate}/s failed: ${e.message}`);
+            return null;
+          },
+        );
+        if (r === null) continue;
+        const key = `${cell.id}@${f}`;
+        results.set(key, [...(results.get(key) ?? []), r]);
+        console.log(
+          `  open-loop round ${round + 1}/${opts.rounds} ${cell.id.padEnd(3)} @ ${rate}/s: ` +
+            `p50 ${fmt(r.p50Ms, 2)} p99 ${fmt(r.p99Ms, 2)} p99.9 ${fmt(r.p999Ms, 2)} ms, ` +
+            `${fmt(r.achieved, 0)} req/s answered 2xx, ${r.errors} errors`,
+        );
+      }
+    }
+  }
+  const m = (key: string, pick: (r: OpenLoopResult) => number) => median((results.get(key) ?? []).map(pick));
+  const lines = [
+    `Open loop (issue 17 item 3): a constant offered rate from the bench's own generator (latency ` +
+      `counted from each request's due time, so queueing shows), ${opts.connections} connections, ` +
+      `${opts.seconds} s per run after 1 s of warm-up, ${opts.rounds} rounds interleaved, medians. ` +
+      `Rates are 50 % and 80 % of cell ${opts.baseId}'s saturation median (${fmt(baseRps, 0)} req/s).`,
+    "",
+  ];
+  for (const f of fractions) {
+    const rate = Math.round(baseRps * f);
+    const baseP99 = m(`${opts.baseId}@${f}`, (r) => r.p99Ms);
+    lines.push(
+      `| at ${f * 100} % (${fmt(rate, 0)} req/s offered) | answered req/s | p50 ms | p90 ms | p99 ms | p99.9 ms | max ms | errors | p99 − ${opts.baseId} p99 |`,
+      "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    );
+    for (const c of cells) {
+      const key = `${c.id}@${f}`;
+      const runs = results.get(key) ?? [];
+      if (runs.length === 0) {
+        lines.push(`| ${c.id}. ${c.label} | no run | | | | | | | |`);
+        continue;
+      }
+      const p99 = m(key, (r) => r.p99Ms);
+      const errors = runs.reduce((a, r) => a + r.errors + r.non2xx, 0);
+      lines.push(
+        `| ${c.id}. ${c.label} | ${fmt(
+          m(key, (r) => r.achieved),
+          0,
+        )} | ${fmt(
+          m(key, (r) => r.p50Ms),
+          2,
+        )} | ` +
+          `${fmt(
+            m(key, (r) => r.p90Ms),
+            2,
+          )} | ${fmt(p99, 2)} | ${fmt(
+            m(key, (r) => r.p999Ms),
+            2,
+          )} | ` +
+          `${fmt(
+            m(key, (r) => r.maxMs),
+            2,
+          )} | ${errors} | ${c.id === opts.baseId ? "" : `${p99 - baseP99 >= 0 ? "+" : ""}${fmt(p99 - baseP99, 2)}`} |`,
+      );
+    }
+    lines.push("");
+  }
+  const dP99 = m(`${opts.gatewayId}@0.5`, (r) => r.p99Ms);
+  const bP99 = m(`${opts.baseId}@0.5`, (r) => r.p99Ms);
+  if (Number.isFinite(dP99) && Number.isFinite(bP99)) {
+    const d = dP99 - bP99;
+    lines.push(
+      `Targets: ${opts.gatewayId} p99 ≤ ${opts.baseId} p99 + 1 ms at 50 % → ${d >= 0 ? "+" : ""}${fmt(d, 2)} ms ` +
+        `(${d <= 1 ? "met" : "missed"}).`,
+      "",
+    );
+  }
+  return lines;
+}

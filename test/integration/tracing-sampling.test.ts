@@ -90,6 +90,16 @@ describe("sample_ratio 0", () => {
     expect(await recorded(traceId)).toBe(0);
   });
 
+  it("keeps an unsampled parent's tracestate for the upstream, unchanged", async () => {
+    const traceId = "2af7651916cd43dd8448eb211c80319c";
+    const sent = await send("/v1/unsampled-state", {
+      traceparent: `00-${traceId}-${CLIENT_SPAN}-00`,
+      tracestate: "vendor=abc,other=1",
+    });
+    expect(sent).toMatchObject({ traceId, flags: "00" });
+    expect(seen.get("/v1/unsampled-state")?.tracestate).toBe("vendor=abc,other=1");
+  });
+
   it("starts a new trace for an invalid traceparent (all-zero trace id), without its tracestate", async () => {
     const invalid = `00-${"0".repeat(32)}-${CLIENT_SPAN}-01`;
     const sent = await send("/v1/invalid", { traceparent: invalid, tracestate: "vendor=stale" });

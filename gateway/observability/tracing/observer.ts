@@ -30,41 +30,40 @@ export class TracingObserver implements FinishObserver {
     // went away before either.
     t.upstreamFailed(status === 499 ? "aborted" : "unanswered");
     const span = t.server;
-    if (span.isRecording()) {
-      const route = scope.route;
-      if (route !== null) {
-        span.updateName(`${spanMethod(scope.method)} ${route.prefix}`);
-        span.setAttribute(ATTR_HTTP_ROUTE, route.prefix);
-      }
-      if (scope.path !== "") span.setAttribute(ATTR_URL_PATH, scope.path);
-      span.setAttribute(ATTR_HTTP_RESPONSE_STATUS_CODE, status);
-      if (scope.clientIp !== "") span.setAttribute(ATTR_CLIENT_ADDRESS, scope.clientIp);
-      span.setAttribute(ATTR_NETWORK_PROTOCOL_VERSION, scope.protocol);
-      if (scope.className !== "") {
-        span.setAttribute("gateway.ratelimit.class", scope.className);
-        span.setAttribute("gateway.ratelimit.plan", scope.policy?.plan ?? NO_PLAN);
-      }
-      const decision = scope.decision;
-      if (decision !== null) {
-        span.setAttribute(
-          "gateway.ratelimit.decision",
-          decision.degraded
-            ? "degraded"
-            : decision.allowed
-              ? "allowed"
-              : scope.policy?.mode === "shadow"
-                ? "shadow_limited"
-                : "limited",
-        );
-        span.setAttribute("gateway.ratelimit.remaining", decision.remaining);
-      }
-      if (scope.identity !== "") span.setAttribute("gateway.identity", scope.identity);
-      if (scope.errorCode !== null) span.setAttribute("gateway.error.code", scope.errorCode);
-      // Semantic conventions: a SERVER span is an error for 5xx only (4xx are the client's).
-      if (status >= 500) {
-        span.setAttribute(ATTR_ERROR_TYPE, String(status));
-        span.setStatus({ code: SpanStatusCode.ERROR });
-      }
+    if (span === null) return;
+    const route = scope.route;
+    if (route !== null) {
+      span.updateName(`${spanMethod(scope.method)} ${route.prefix}`);
+      span.setAttribute(ATTR_HTTP_ROUTE, route.prefix);
+    }
+    if (scope.path !== "") span.setAttribute(ATTR_URL_PATH, scope.path);
+    span.setAttribute(ATTR_HTTP_RESPONSE_STATUS_CODE, status);
+    if (scope.clientIp !== "") span.setAttribute(ATTR_CLIENT_ADDRESS, scope.clientIp);
+    span.setAttribute(ATTR_NETWORK_PROTOCOL_VERSION, scope.protocol);
+    if (scope.className !== "") {
+      span.setAttribute("gateway.ratelimit.class", scope.className);
+      span.setAttribute("gateway.ratelimit.plan", scope.policy?.plan ?? NO_PLAN);
+    }
+    const decision = scope.decision;
+    if (decision !== null) {
+      span.setAttribute(
+        "gateway.ratelimit.decision",
+        decision.degraded
+          ? "degraded"
+          : decision.allowed
+            ? "allowed"
+            : scope.policy?.mode === "shadow"
+              ? "shadow_limited"
+              : "limited",
+      );
+      span.setAttribute("gateway.ratelimit.remaining", decision.remaining);
+    }
+    if (scope.identity !== "") span.setAttribute("gateway.identity", scope.identity);
+    if (scope.errorCode !== null) span.setAttribute("gateway.error.code", scope.errorCode);
+    // Semantic conventions: a SERVER span is an error for 5xx only (4xx are the client's).
+    if (status >= 500) {
+      span.setAttribute(ATTR_ERROR_TYPE, String(status));
+      span.setStatus({ code: SpanStatusCode.ERROR });
     }
     span.end(scope.startMs + durationMs);
   }

@@ -5,15 +5,13 @@
  * Attribute names follow the OpenTelemetry semantic conventions for HTTP spans
  * (https://opentelemetry.io/docs/specs/semconv/http/http-spans/).
  *
- * Only allocated while tracing is on. A request whose trace is not sampled still gets a SERVER and
- * a CLIENT span context (non-recording, so the access line and the upstream's `traceparent` carry
- * its ids), but no child spans, no attributes and no span context object beyond those two.
+ * Only allocated while tracing is on, and only for a sampled request; one that is not sampled gets
+ * an `UnsampledTrace` (its ids, for the access line and the upstream's `traceparent`).
  */
 import {
   ROOT_CONTEXT,
   SpanKind,
   SpanStatusCode,
-  TraceFlags,
   defaultTextMapSetter,
   trace,
   type Attributes,
@@ -22,7 +20,6 @@ import {
   type TextMapPropagator,
   type Tracer,
 } from "@opentelemetry/api";
-import type { IdGenerator } from "@opentelemetry/sdk-trace-base";
 import {
   ATTR_ERROR_TYPE,
   ATTR_HTTP_REQUEST_METHOD,
@@ -62,13 +59,46 @@ export function httpCallSpan(name: string, url: string): ChildSpanSpec {
 export interface TraceTools {
   readonly tracer: Tracer;
   readonly propagator: TextMapPropagator;
-  /** The tracer's own id generator (span ids of non-recorded CLIENT spans). */
-  readonly ids: IdGenerator;
 }
 
-/** The spans of one request. */
-export class RequestTrace {
-  /** The SERVER span (recording or not). */
+/**
+ * The spans of one request while tracing is on: {@link RecordedTrace} when sampled, else an
+ * `UnsampledTrace` (ids only).
+ */
+export interface RequestTrace {
+  /** The recording SERVER span, or null when the trace is not sampled. */
+  readonly server: Span | null;
+  /** The trace id (32 lower-case hex digits), sampled or not. */
+  readonly traceId: string;
+  /** The SERVER span's id (16 lower-case hex digits), sampled or not. */
+  readonly spanId: string;
+  /**
+   * Starts a child span of the SERVER span when the trace is recorded.
+   * @returns the span (the caller ends it), or null when not recorded
+   */
+  child(spec: ChildSpanSpec): Span | null;
+  /**
+   * Starts the CLIENT span of the upstream request, named `<METHOD>`, and writes its context into
+   * the upstream request's headers (`traceparent`, and `tracestate` when the trace has one),
+   * replacing the client's: the upstream's parent is this span, sampled or not.
+   * @param headers - the prepared upstream request headers, edited in place
+   */
+  startUpstream(method: string, address: string, port: number, headers: HeaderMap): void;
+  /**
+   * The upstream's response head arrived: the CLIENT span ends with its status (4xx and 5xx are
+   * errors of a CLIENT span, semantic conventions "Status"). Later calls do nothing.
+   */
+  upstreamResponded(status: number): void;
+  /**
+   * The upstream request failed before a response head: the CLIENT span ends as an error.
+   * @param reason - `connect`, `timeout`, `reset`, or `aborted` (the client went away first)
+   */
+  upstreamFailed(reason: string): void;
+}
+
+/** The spans of one sampled request, recorded with the SDK. */
+export class RecordedTrace implements RequestTrace {
+  /** The recording SERVER span. */
   readonly server: Span;
   private readonly tools: TraceTools;
   /** The context child spans start in (the SERVER span's), made on first use. */
@@ -81,50 +111,27 @@ export class RequestTrace {
     this.server = server;
   }
 
-  /** The trace id (32 lower-case hex digits), sampled or not. */
   get traceId(): string {
     return this.server.spanContext().traceId;
   }
 
-  /** The SERVER span's id (16 lower-case hex digits), sampled or not. */
   get spanId(): string {
     return this.server.spanContext().spanId;
   }
 
-  /**
-   * Starts a child span of the SERVER span when the trace is recorded.
-   * @returns the span (the caller ends it), or null when not recorded
-   */
-  child(spec: ChildSpanSpec): Span | null {
-    if (!this.server.isRecording()) return null;
+  child(spec: ChildSpanSpec): Span {
     return this.tools.tracer.startSpan(spec.name, { attributes: spec.attributes }, this.serverContext());
   }
 
-  /**
-   * Starts the CLIENT span of the upstream request, named `<METHOD>`, and writes its context into
-   * the upstream request's headers (`traceparent`, and `tracestate` when the trace has one),
-   * replacing the client's: the upstream's parent is this span, sampled or not.
-   * @param headers - the prepared upstream request headers, edited in place
-   */
   startUpstream(method: string, address: string, port: number, headers: HeaderMap): void {
-    let span: Span;
-    if (this.server.isRecording()) {
-      span = this.tools.tracer.startSpan(spanMethod(method), { kind: SpanKind.CLIENT }, this.serverContext());
-      span.setAttribute(ATTR_HTTP_REQUEST_METHOD, httpMethod(method));
-      span.setAttribute(ATTR_SERVER_ADDRESS, address);
-      span.setAttribute(ATTR_SERVER_PORT, port);
-    } else {
-      // What the parent-based sampler makes of a child of a non-recorded span (not sampled, the
-      // parent's trace id and tracestate, a new span id), without a sampling round trip: this is
-      // the path of every request a low sample_ratio leaves out.
-      const parent = this.server.spanContext();
-      span = trace.wrapSpanContext({
-        traceId: parent.traceId,
-        spanId: this.tools.ids.generateSpanId(),
-        traceFlags: TraceFlags.NONE,
-        traceState: parent.traceState,
-      });
-    }
+    const span = this.tools.tracer.startSpan(
+      spanMethod(method),
+      { kind: SpanKind.CLIENT },
+      this.serverContext(),
+    );
+    span.setAttribute(ATTR_HTTP_REQUEST_METHOD, httpMethod(method));
+    span.setAttribute(ATTR_SERVER_ADDRESS, address);
+    span.setAttribute(ATTR_SERVER_PORT, port);
     this.upstream = span;
     // A client tracestate belongs to the client's traceparent: kept (re-written) when that was
     // continued, dropped when this is a new trace (W3C Trace Context §3.3).
@@ -136,10 +143,6 @@ export class RequestTrace {
     return (this.context ??= trace.setSpan(ROOT_CONTEXT, this.server));
   }
 
-  /**
-   * The upstream's response head arrived: the CLIENT span ends with its status (4xx and 5xx are
-   * errors of a CLIENT span, semantic conventions "Status"). Later calls do nothing.
-   */
   upstreamResponded(status: number): void {
     const span = this.upstream;
     if (span === null) return;
@@ -152,10 +155,6 @@ export class RequestTrace {
     span.end();
   }
 
-  /**
-   * The upstream request failed before a response head: the CLIENT span ends as an error.
-   * @param reason - `connect`, `timeout`, `reset`, or `aborted` (the client went away first)
-   */
   upstreamFailed(reason: string): void {
     const span = this.upstream;
     if (span === null) return;

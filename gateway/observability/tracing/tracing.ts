@@ -10,7 +10,15 @@
  * counted) and exported in the background; a slow or dead collector costs export attempts, never a
  * request's time.
  */
-import { ROOT_CONTEXT, SpanKind, defaultTextMapGetter, type Tracer } from "@opentelemetry/api";
+import {
+  ROOT_CONTEXT,
+  SpanKind,
+  TraceFlags,
+  defaultTextMapGetter,
+  isSpanContextValid,
+  trace,
+  type Tracer,
+} from "@opentelemetry/api";
 import { W3CTraceContextPropagator } from "@opentelemetry/core";
 import { OTLPTraceExporter } from "@opentelemetry/exporter-trace-otlp-proto";
 import {
@@ -24,8 +32,10 @@ import {
   BatchSpanProcessor,
   ParentBasedSampler,
   RandomIdGenerator,
+  SamplingDecision,
   TraceIdRatioBasedSampler,
   type BufferConfig,
+  type IdGenerator,
 } from "@opentelemetry/sdk-trace-base";
 import {
   ATTR_HTTP_REQUEST_METHOD,
@@ -35,9 +45,38 @@ import {
 } from "@opentelemetry/semantic-conventions";
 import type { MeterProvider } from "@opentelemetry/api";
 import type { HeaderMap } from "../../facts.js";
-import { httpMethod, RequestTrace, spanMethod, type TraceTools } from "./request-trace.js";
+import {
+  httpMethod,
+  RecordedTrace,
+  spanMethod,
+  type RequestTrace,
+  type TraceTools,
+} from "./request-trace.js";
 import type { TracingSettings } from "./settings.js";
 import { CountingExporter, queueDropMeterProvider, type SpanOutcomes } from "./span-accounting.js";
+import { UnsampledTrace } from "./unsampled-trace.js";
+
+/**
+ * The SDK's random ids, except that the next trace id can be set: the gateway draws a new trace's
+ * id and its sampling decision first, and only a sampled one reaches the SDK, which must then start
+ * its span with that same id (so the SDK's own ratio sampler decides the same).
+ */
+class PresetIdGenerator implements IdGenerator {
+  private readonly random = new RandomIdGenerator();
+  /** The trace id the next {@link generateTraceId} returns, once. */
+  preset: string | null = null;
+
+  generateTraceId(): string {
+    const id = this.preset;
+    if (id === null) return this.random.generateTraceId();
+    this.preset = null;
+    return id;
+  }
+
+  generateSpanId(): string {
+    return this.random.generateSpanId();
+  }
+}
 
 /** Longest time {@link Tracing.shutdown} waits for the last exports (ms). */
 const SHUTDOWN_TIMEOUT_MS = 5000;
@@ -50,6 +89,9 @@ export class Tracing {
   private readonly tracer: Tracer;
   private readonly propagator = new W3CTraceContextPropagator();
   private readonly tools: TraceTools;
+  private readonly ids = new PresetIdGenerator();
+  /** `sample_ratio` applied to new trace ids, the provider sampler's root (same decisions). */
+  private readonly ratio: TraceIdRatioBasedSampler;
 
   /**
    * @param outcomes - told of every sampled span's fate (the `gateway_tracing_spans_*` counters)
@@ -57,7 +99,7 @@ export class Tracing {
    */
   constructor(settings: TracingSettings, outcomes: SpanOutcomes, version: string) {
     this.settings = settings;
-    const ids = new RandomIdGenerator();
+    this.ratio = new TraceIdRatioBasedSampler(settings.sampleRatio);
     const exporter = new CountingExporter(new OTLPTraceExporter({ url: settings.endpoint }), outcomes);
     this.exporter = exporter;
     // `selfObsMeterProvider` is an option of the SDK's batch processor that its env-reading
@@ -78,36 +120,51 @@ export class Tracing {
             [ATTR_SERVICE_VERSION]: version,
           }),
         ),
-      sampler: new ParentBasedSampler({ root: new TraceIdRatioBasedSampler(settings.sampleRatio) }),
+      sampler: new ParentBasedSampler({ root: this.ratio }),
       spanProcessors: [new BatchSpanProcessor(exporter, batch)],
-      idGenerator: ids,
+      idGenerator: this.ids,
     });
     this.tracer = this.provider.getTracer("gateway", version);
-    this.tools = { tracer: this.tracer, propagator: this.propagator, ids };
+    this.tools = { tracer: this.tracer, propagator: this.propagator };
   }
 
   /**
-   * Starts a request's SERVER span, named `<METHOD>` until the route is known, continuing the
-   * client's trace when its `traceparent` is valid (W3C Trace Context §3.2; `tracestate` §3.3).
+   * Starts a request's trace: its SERVER span, named `<METHOD>` until the route is known,
+   * continuing the client's trace when its `traceparent` is valid (W3C Trace Context §3.2;
+   * `tracestate` §3.3). Parent-based sampling is decided here first: a trace that is not sampled
+   * (the client's flag 00, or a new trace id `sample_ratio` leaves out) never reaches the SDK.
    * @param headers - the request's header fields, or null (a request the parser refused)
    * @param startMs - `performance.now()` at accept (ms)
    * @param secure - the client connection is TLS (`url.scheme`)
    */
   begin(headers: HeaderMap | null, method: string, startMs: number, secure: boolean): RequestTrace {
-    const parent =
-      headers === null || headers.traceparent === undefined
-        ? ROOT_CONTEXT
-        : this.propagator.extract(ROOT_CONTEXT, headers, defaultTextMapGetter);
+    let parent = ROOT_CONTEXT;
+    if (headers !== null && headers.traceparent !== undefined) {
+      parent = this.propagator.extract(ROOT_CONTEXT, headers, defaultTextMapGetter);
+      const remote = trace.getSpanContext(parent);
+      if (remote !== undefined && isSpanContextValid(remote)) {
+        if ((remote.traceFlags & TraceFlags.SAMPLED) === 0) {
+          const state = headers.tracestate;
+          return new UnsampledTrace(this.ids, remote.traceId, typeof state === "string" ? state : undefined);
+        }
+      } else parent = ROOT_CONTEXT;
+    }
+    if (parent === ROOT_CONTEXT) {
+      const traceId = this.ids.generateTraceId();
+      const sampled = this.ratio.shouldSample(ROOT_CONTEXT, traceId).decision;
+      if (sampled !== SamplingDecision.RECORD_AND_SAMPLED)
+        return new UnsampledTrace(this.ids, traceId, undefined);
+      this.ids.preset = traceId;
+    }
     const span = this.tracer.startSpan(
       spanMethod(method),
       { kind: SpanKind.SERVER, startTime: startMs },
       parent,
     );
-    if (span.isRecording()) {
-      span.setAttribute(ATTR_HTTP_REQUEST_METHOD, httpMethod(method));
-      span.setAttribute(ATTR_URL_SCHEME, secure ? "https" : "http");
-    }
-    return new RequestTrace(this.tools, span);
+    this.ids.preset = null;
+    span.setAttribute(ATTR_HTTP_REQUEST_METHOD, httpMethod(method));
+    span.setAttribute(ATTR_URL_SCHEME, secure ? "https" : "http");
+    return new RecordedTrace(this.tools, span);
   }
 
   /** Exports every span ended so far (tests; the batch timer does it otherwise). */

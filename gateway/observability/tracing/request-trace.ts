@@ -200,7 +200,7 @@ export function childSpan(trace: RequestTrace | null, spec: ChildSpanSpec | unde
 /**
  * Ends `span` when `call` settles: an error on rejection (`error.type` the error's name). With no
  * span, `call` itself, so tracing off costs nothing. Start the span before making the call.
- * @example decision = await traced(childSpan(scope.trace, spec), limiter.consume(key, policy));
+ * @example return traced(childSpan(trace, REDIS_SPAN), this.run(key, policy, true));
  */
 export function traced<T>(span: Span | null, call: Promise<T>): Promise<T> {
   if (span === null) return call;

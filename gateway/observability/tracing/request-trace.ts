@@ -210,10 +210,18 @@ export function traced<T>(span: Span | null, call: Promise<T>): Promise<T> {
       return value;
     },
     (err: unknown) => {
-      span.setAttribute(ATTR_ERROR_TYPE, err instanceof Error ? err.name : "Error");
-      span.setStatus({ code: SpanStatusCode.ERROR });
-      span.end();
+      endWithError(span, err);
       throw err;
     },
   );
+}
+
+/**
+ * Ends `span` as an error (`error.type` the error's name), as {@link traced} does on a rejection:
+ * for a call that reports its failure rather than rejecting.
+ */
+export function endWithError(span: Span, err: unknown): void {
+  span.setAttribute(ATTR_ERROR_TYPE, err instanceof Error ? err.name : "Error");
+  span.setStatus({ code: SpanStatusCode.ERROR });
+  span.end();
 }

@@ -22,7 +22,6 @@ import type { Clock } from "./clock.js";
 import type { HeaderMap, RequestFacts } from "./facts.js";
 import { HotMetrics } from "./observability/hot-metrics.js";
 import type { DecisionOutcome, GatewayMetrics } from "./observability/metrics.js";
-import { childSpan, traced } from "./observability/tracing/request-trace.js";
 import { errorOutcome, PREFLIGHT, type Outcome } from "./outcome.js";
 import { clientIp, stripHopByHop } from "./proxy/forwarded.js";
 import { prepareUpstreamRequest } from "./proxy/upstream-request.js";
@@ -229,8 +228,8 @@ export class Pipeline {
   private async consume(scope: RequestScope, policy: ResolvedPolicy, key: string): Promise<Decision | null> {
     let decision: Decision;
     try {
-      const limiter = scope.runtime.limiter;
-      decision = await traced(childSpan(scope.trace, limiter.span), limiter.limiter.consume(key, policy));
+      // The trace goes along: a store call that goes to the network is the request's child span.
+      decision = await scope.runtime.limiter.limiter.consume(key, policy, scope.trace);
     } catch (err) {
       this.logger.debug({ err, reqId: scope.requestId }, "limit store call failed");
       this.noDecision(scope, policy);

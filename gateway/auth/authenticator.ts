@@ -5,18 +5,21 @@
  * asynchronously), or "not mine" ({@link Authenticator.claims} false). Implementations: the token
  * cache in front of an introspection source (RFC 7662 or the static file), which claims every
  * token; a local JWT validator claims JWS-shaped tokens and goes in front of it.
+ *
+ * Each traces its own network calls (SPEC §13): {@link Authenticator.resolve} gets the request's
+ * trace, and only the authenticator knows whether and when a miss goes to the network.
  */
-import type { ChildSpanSpec } from "../observability/tracing/request-trace.js";
+import {
+  childSpan,
+  traced,
+  type ChildSpanSpec,
+  type RequestTrace,
+} from "../observability/tracing/request-trace.js";
 import type { TokenCache, TokenLookup } from "./token-cache.js";
 import type { TokenInfo } from "./types.js";
 
 /** An authentication source with a synchronous warm path. */
 export interface Authenticator {
-  /**
-   * The child span its network calls ({@link resolve}) are traced under (SPEC §13:
-   * `auth.introspection`, `auth.jwks`), or undefined when it makes none (a local file).
-   */
-  readonly span?: ChildSpanSpec;
   /**
    * True when this authenticator decides this token ("mine").
    * @param hash - SHA-256 hex of the token, so a token already cached is recognised without parsing
@@ -33,8 +36,12 @@ export interface Authenticator {
    * guess, so the anonymous-budget guard lets it through (SPEC §3 "cached valid tokens keep working").
    */
   knownActive(hash: string): boolean;
-  /** Miss path: asks the network (one call per token however many callers wait). Never rejects. */
-  resolve(token: string, hash: string): Promise<TokenLookup>;
+  /**
+   * Miss path: asks the network (one call per token however many callers wait). Never rejects.
+   * @param trace - the request's spans: each network call it makes or waits for is a child span
+   *   of the SERVER span (SPEC §13 `auth.introspection`, `auth.jwks`); none without a call
+   */
+  resolve(token: string, hash: string, trace: RequestTrace | null): Promise<TokenLookup>;
   /** Releases caches, sockets and timers. */
   close(): Promise<void>;
 }
@@ -44,10 +51,13 @@ export interface Authenticator {
  * it goes last in a chain.
  */
 export class CachedIntrospection implements Authenticator {
-  /** @param span - `auth.introspection` for an RFC 7662 endpoint; none for the static file */
+  /**
+   * @param span - `auth.introspection` for an RFC 7662 endpoint, around each miss (a caller waiting
+   *   for another's call to the same token included); none for the static file
+   */
   constructor(
     private readonly cache: TokenCache,
-    readonly span?: ChildSpanSpec,
+    private readonly span?: ChildSpanSpec,
   ) {}
 
   claims(): boolean {
@@ -62,8 +72,8 @@ export class CachedIntrospection implements Authenticator {
     return this.cache.knownActive(hash);
   }
 
-  resolve(token: string, hash: string): Promise<TokenLookup> {
-    return this.cache.fetch(token, hash);
+  resolve(token: string, hash: string, trace: RequestTrace | null): Promise<TokenLookup> {
+    return traced(childSpan(trace, this.span), this.cache.fetch(token, hash));
   }
 
   close(): Promise<void> {

@@ -12,13 +12,28 @@
  * - while the endpoint fails, the keys already held keep working; a key that is not held and cannot
  *   be fetched is {@link KeySetUnavailableError} (503), one the endpoint does not list is jose's
  *   `JWKSNoMatchingKey` (401).
+ *
+ * Tracing (SPEC §13): a request that waits for a fetch — the refetch its unknown `kid` starts, or a
+ * fetch already in flight (the one at start, a background refresh, another request's refetch) — has
+ * an `auth.jwks` child span around its wait, ended when the fetch settles and an error when it
+ * fails. So concurrent waiters of one fetch each record their own span, and one request may record
+ * two (it waited for a fetch in flight, then its `kid` was still unknown and it refetched). A
+ * request whose key is held records none; fetches no request waits for (at start, background
+ * refreshes) belong to no trace and record none.
  */
 import { createLocalJWKSet, errors, type CryptoKey, type FlattenedJWSInput, type JSONWebKeySet } from "jose";
 import type { JWSHeaderParameters, LocalJWKSet } from "jose";
 import type { Logger } from "pino";
 import type { Clock, EpochMs } from "../clock.js";
 import type { GatewayMetrics } from "../observability/metrics.js";
-import { IssuerDocuments } from "./jwks-http.js";
+import {
+  childSpan,
+  endWithError,
+  httpCallSpan,
+  type ChildSpanSpec,
+  type RequestTrace,
+} from "../observability/tracing/request-trace.js";
+import { IssuerDocuments, KeySetFetchError } from "./jwks-http.js";
 
 /** Milliseconds. */
 type Milliseconds = number;
@@ -70,7 +85,13 @@ export class KeySet {
   #version = 0;
   #healthy = false;
   #lastUnknownKidRefetchMs: EpochMs | undefined;
-  #inflight: Promise<void> | undefined;
+  /** The fetch in flight: resolves to what it failed with, or null. */
+  #inflight: Promise<Error | null> | undefined;
+  /**
+   * `auth.jwks` with `server.address`/`server.port` of the JWKS URL, or of the issuer while that URL
+   * is yet to be discovered (the fetch then begins with the discovery document).
+   */
+  #span: ChildSpanSpec;
   #failingSinceMs: EpochMs | undefined;
   #timer: NodeJS.Timeout | undefined;
   #closed = false;
@@ -82,6 +103,7 @@ export class KeySet {
     this.#issuer = opts.issuer;
     this.#configuredUri = opts.jwksUrl;
     this.#jwksUri = opts.jwksUrl;
+    this.#span = httpCallSpan("auth.jwks", opts.jwksUrl ?? opts.issuer);
     this.#refreshMs = opts.refreshMs;
     this.#clock = opts.clock;
     this.#logger = opts.logger;
@@ -90,8 +112,7 @@ export class KeySet {
       success: fetches.labels({ result: "success" }),
       error: fetches.labels({ result: "error" }),
     };
-    this.started = this.#fetch();
-    void this.started.then(() => this.#schedule());
+    this.started = this.#fetch().then(() => this.#schedule());
   }
 
   /** Changes whenever the held keys change; a refusal for an unknown key is kept only as long. */
@@ -107,15 +128,20 @@ export class KeySet {
   /**
    * The key for a JWS header (a jose `JWTVerifyGetKey`): chosen by `kid` and `alg` among the held
    * keys (RFC 7515 §4.1.4), refetching the set for a key it does not hold as the policy allows.
+   * @param trace - the spans of the request asking: each fetch it waits for is an `auth.jwks` span
    * @throws KeySetUnavailableError when the key is not held and the last fetch failed
    * @throws errors.JWKSNoMatchingKey when the endpoint does not list the key
    * @throws errors.JWKSMultipleMatchingKeys when no `kid` picks one of several candidates
    */
-  readonly resolve = async (header: JWSHeaderParameters, token: FlattenedJWSInput): Promise<CryptoKey> => {
+  readonly resolve = async (
+    header: JWSHeaderParameters,
+    token: FlattenedJWSInput,
+    trace: RequestTrace | null = null,
+  ): Promise<CryptoKey> => {
     let key = await this.#lookup(header, token);
     if (key !== undefined) return key;
     if (this.#inflight !== undefined) {
-      await this.#inflight;
+      await this.#wait(this.#inflight, trace);
       key = await this.#lookup(header, token);
       if (key !== undefined) return key;
     }
@@ -123,7 +149,7 @@ export class KeySet {
     const last = this.#lastUnknownKidRefetchMs;
     if (last === undefined || now - last >= UNKNOWN_KID_REFETCH_MS) {
       this.#lastUnknownKidRefetchMs = now;
-      await this.#fetch();
+      await this.#wait(this.#fetch(), trace);
       key = await this.#lookup(header, token);
       if (key !== undefined) return key;
     }
@@ -132,8 +158,8 @@ export class KeySet {
   };
 
   /** Fetches the set now (coalesced with a fetch in flight). Never rejects. */
-  refresh(): Promise<void> {
-    return this.#fetch();
+  async refresh(): Promise<void> {
+    await this.#fetch();
   }
 
   /** Stops the background refresh and closes the sockets. */
@@ -154,11 +180,20 @@ export class KeySet {
     }
   }
 
-  #fetch(): Promise<void> {
+  #fetch(): Promise<Error | null> {
     this.#inflight ??= this.#load().finally(() => {
       this.#inflight = undefined;
     });
     return this.#inflight;
+  }
+
+  /** Waits for `fetch`, under an `auth.jwks` span when `trace` is recorded. */
+  async #wait(fetch: Promise<Error | null>, trace: RequestTrace | null): Promise<void> {
+    const span = childSpan(trace, this.#span);
+    const failure = await fetch;
+    if (span === null) return;
+    if (failure === null) span.end();
+    else endWithError(span, failure);
   }
 
   #schedule(): void {
@@ -168,17 +203,20 @@ export class KeySet {
     this.#timer.unref();
   }
 
-  /** One fetch (discovery first when needed); never rejects. */
-  async #load(): Promise<void> {
+  /** One fetch (discovery first when needed); resolves to what it failed with, or null. */
+  async #load(): Promise<Error | null> {
     let json: unknown;
     let local: LocalJWKSet;
     try {
-      this.#jwksUri ??= await this.#docs.discoverJwksUri(this.#issuer);
+      if (this.#jwksUri === undefined) {
+        this.#jwksUri = await this.#docs.discoverJwksUri(this.#issuer);
+        this.#span = httpCallSpan("auth.jwks", this.#jwksUri);
+      }
       json = await this.#docs.getJson(this.#jwksUri, "JWKS");
       local = createLocalJWKSet(json as JSONWebKeySet); // throws JWKSInvalid on a malformed set
     } catch (err) {
       this.#failed(err);
-      return;
+      return err instanceof Error ? err : new KeySetFetchError(String(err));
     }
     this.#fetched.success.inc();
     this.#healthy = true;
@@ -188,20 +226,24 @@ export class KeySet {
       this.#failingSinceMs = undefined;
     }
     const text = JSON.stringify(json);
-    if (text === this.#text) return;
+    if (text === this.#text) return null;
     // A new local set only when the keys changed, so keys imported for verification stay imported.
     this.#text = text;
     this.#local = local;
     this.#version += 1;
     const kids = (json as JSONWebKeySet).keys.map((k) => k.kid ?? null);
     this.#logger.info({ kids }, "JWKS keys loaded");
+    return null;
   }
 
   #failed(err: unknown): void {
     this.#fetched.error.inc();
     this.#healthy = false;
     // A discovered URI is looked up again next time: the issuer may have moved its key set.
-    if (this.#configuredUri === undefined) this.#jwksUri = undefined;
+    if (this.#configuredUri === undefined && this.#jwksUri !== undefined) {
+      this.#jwksUri = undefined;
+      this.#span = httpCallSpan("auth.jwks", this.#issuer);
+    }
     if (this.#failingSinceMs !== undefined) return;
     this.#failingSinceMs = this.#clock.nowMs();
     this.#logger.warn(

@@ -11,12 +11,17 @@
  *
  * A miss is resolved behind the anonymous-budget guard like an introspection miss (SPEC §3), so a
  * flood of forged JWTs from one IP is stopped by the anonymous limit.
+ *
+ * Tracing (SPEC §13): a miss makes a network call only when its key must be fetched; that wait is
+ * the request's `auth.jwks` span ({@link KeySet.resolve}). Concurrent misses of one token share one
+ * validation, traced in the request that started it.
  */
 import { LRUCache } from "lru-cache";
 import type { Logger } from "pino";
 import type { Clock, EpochMs } from "../clock.js";
 import type { JwtConfig } from "../config/schema.js";
 import type { GatewayMetrics, JwtValidationResult } from "../observability/metrics.js";
+import type { RequestTrace } from "../observability/tracing/request-trace.js";
 import type { Authenticator } from "./authenticator.js";
 import { KeySet } from "./jwks.js";
 import { isJwsCompact } from "./jws-shape.js";
@@ -43,6 +48,13 @@ type Entry =
   | { kind: "refused"; freshUntilMs: EpochMs; keysVersion: number | undefined }
   | { kind: "unavailable" };
 
+/** What a miss hands to its validation (lru-cache's fetch `context`). */
+interface Miss {
+  readonly token: string;
+  /** The spans of the request that started the validation. */
+  readonly trace: RequestTrace | null;
+}
+
 const RESULTS: readonly JwtValidationResult[] = [
   "valid",
   "malformed",
@@ -62,7 +74,7 @@ export class JwtAuthenticator implements Authenticator {
   /** The issuer's key set (fetched at construction). */
   readonly keys: KeySet;
   readonly #validator: JwtValidator;
-  readonly #lru: LRUCache<string, Entry, string>;
+  readonly #lru: LRUCache<string, Entry, Miss>;
   readonly #clock: Clock;
   readonly #claimsEveryToken: boolean;
   readonly #maxTtlMs: number;
@@ -93,7 +105,7 @@ export class JwtAuthenticator implements Authenticator {
       negative: lookups.labels({ result: "negative" }),
     };
     this.#results = new Map(RESULTS.map((r) => [r, metrics.jwtValidations.labels({ result: r })]));
-    this.#lru = new LRUCache<string, Entry, string>({
+    this.#lru = new LRUCache<string, Entry, Miss>({
       max: config.cache.max_entries,
       ignoreFetchAbort: true,
       fetchMethod: (_hash, _old, { context }) => this.#validate(context),
@@ -124,9 +136,12 @@ export class JwtAuthenticator implements Authenticator {
     return e?.kind === "valid" && this.#clock.nowMs() < e.info.exp! * 1000;
   }
 
-  /** Validates the token (no network call unless its key must be fetched). Never rejects. */
-  async resolve(token: string, hash: string): Promise<TokenLookup> {
-    const entry = await this.#lru.fetch(hash, { context: token, forceRefresh: true });
+  /**
+   * Validates the token (no network call unless its key must be fetched). Never rejects.
+   * @param trace - the request's spans: a key-set fetch it waits for is its `auth.jwks` span
+   */
+  async resolve(token: string, hash: string, trace: RequestTrace | null): Promise<TokenLookup> {
+    const entry = await this.#lru.fetch(hash, { context: { token, trace }, forceRefresh: true });
     this.#count.miss.inc();
     if (entry === undefined || entry.kind === "unavailable") return { status: "unavailable" };
     return entry.kind === "valid" ? { status: "active", info: entry.info } : { status: "inactive" };
@@ -143,8 +158,8 @@ export class JwtAuthenticator implements Authenticator {
   }
 
   /** lru-cache `fetchMethod`: never rejects. */
-  async #validate(token: string): Promise<Entry> {
-    const verdict = await this.#validator.validate(token);
+  async #validate(miss: Miss): Promise<Entry> {
+    const verdict = await this.#validator.validate(miss.token, miss.trace);
     this.#results.get(verdict.result)!.inc();
     const now = this.#clock.nowMs();
     switch (verdict.result) {

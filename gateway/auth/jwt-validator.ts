@@ -9,6 +9,7 @@ import { errors, jwtVerify, type JWTPayload, type JWTVerifyOptions, type JWTVeri
 import type { Clock } from "../clock.js";
 import type { JwtConfig } from "../config/schema.js";
 import type { JwtValidationResult } from "../observability/metrics.js";
+import type { RequestTrace } from "../observability/tracing/request-trace.js";
 import { KeySetUnavailableError, type KeySet } from "./jwks.js";
 import { pickClaims, type TokenInfo } from "./types.js";
 
@@ -53,14 +54,16 @@ export class JwtValidator {
 
   /**
    * @param token - a bearer token (JWS-shaped or not: anything else is `malformed`)
+   * @param trace - the spans of the request validating it, for a key-set fetch it waits for
+   *   ({@link KeySet.resolve})
    * @returns the token's information, or the reason it is refused; never rejects
    */
-  async validate(token: string): Promise<JwtVerdict> {
+  async validate(token: string, trace: RequestTrace | null = null): Promise<JwtVerdict> {
     const nowMs = this.#clock.nowMs();
     const options: JWTVerifyOptions = { ...this.#options, currentDate: new Date(nowMs) };
     let verified: JWTVerifyResult;
     try {
-      verified = await this.#verify(token, options);
+      verified = await this.#verify(token, options, trace);
     } catch (err) {
       return { result: classify(err) };
     }
@@ -76,9 +79,17 @@ export class JwtValidator {
     return info === undefined ? { result: "claims" } : { result: "valid", info };
   }
 
-  async #verify(token: string, options: JWTVerifyOptions): Promise<JWTVerifyResult> {
+  async #verify(
+    token: string,
+    options: JWTVerifyOptions,
+    trace: RequestTrace | null,
+  ): Promise<JWTVerifyResult> {
+    const keys = this.#keys;
+    // jose calls the key getter with the header and token only; a closure carries the trace.
+    const getKey: typeof keys.resolve =
+      trace === null ? keys.resolve : (header, jws) => keys.resolve(header, jws, trace);
     try {
-      return await jwtVerify(token, this.#keys.resolve, options);
+      return await jwtVerify(token, getKey, options);
     } catch (err) {
       if (!(err instanceof errors.JWKSMultipleMatchingKeys)) throw err;
       // No `kid` to choose among several keys (RFC 7515 §4.1.4 makes it optional): try each.

@@ -9,7 +9,7 @@
  * calls. A token known to be valid whose cache entry merely went stale is re-validated without the
  * guard, so a valid token behind a shared NAT keeps working.
  */
-import { childSpan, traced, type RequestTrace } from "../observability/tracing/request-trace.js";
+import type { RequestTrace } from "../observability/tracing/request-trace.js";
 import type { Decision, Limiter } from "../ratelimit/limiter.js";
 import type { ResolvedPolicy } from "../ratelimit/policy.js";
 import type { Authenticator } from "./authenticator.js";
@@ -35,7 +35,7 @@ export class NetworkGuard {
    * @param anonKey - the IP's anonymous identity key (`ip:<address>`)
    * @param limiter - the limiter of the request's runtime
    * @param anonymous - the anonymous policy of the request's runtime
-   * @param trace - the request's spans: the network call gets the authenticator's child span
+   * @param trace - the request's spans, for the authenticator to trace its network calls
    * @returns never rejects
    */
   async resolve(
@@ -54,7 +54,7 @@ export class NetworkGuard {
     }
     this.pending.set(anonKey, pending + 1);
     try {
-      const looked = await traced(childSpan(trace, authenticator.span), authenticator.resolve(token, hash));
+      const looked = await authenticator.resolve(token, hash, trace);
       if (looked.status === "active") return { status: "active", info: looked.info };
       if (looked.status === "unavailable") return { status: "unavailable", decision: guard };
       // Still pending until counted, so a concurrent peek never sees the budget without this call.

@@ -3,12 +3,10 @@
  * otherwise the Redis store behind the failover wrapper (SPEC §4), and in front of both the cache
  * of the store's rejections (over-limit callers cost no round trip: `rejection-cache.ts`).
  */
-import { ATTR_DB_SYSTEM_NAME } from "@opentelemetry/semantic-conventions";
 import type { Logger } from "pino";
 import type { Clock } from "../clock.js";
 import type { GatewayConfig } from "../config/schema.js";
 import type { GatewayMetrics } from "../observability/metrics.js";
-import type { ChildSpanSpec } from "../observability/tracing/request-trace.js";
 import { FailoverLimiter } from "./failover.js";
 import type { Limiter } from "./limiter.js";
 import { MemoryStore } from "./memory-store.js";
@@ -29,15 +27,7 @@ export interface LimiterHandle {
   limiter: Limiter;
   /** True when the store answers or the gateway is failing open (SPEC §8 `/readyz`). */
   ready(): boolean;
-  /** The child span each counting call is traced under (SPEC §13), or undefined (memory store). */
-  span?: ChildSpanSpec;
 }
-
-/** The Redis limiter call's span (SPEC §13; `db.system.name`, OpenTelemetry database conventions). */
-const REDIS_SPAN: ChildSpanSpec = Object.freeze({
-  name: "ratelimit.redis",
-  attributes: Object.freeze({ [ATTR_DB_SYSTEM_NAME]: "redis" }),
-});
 
 /**
  * @param config - the validated configuration
@@ -69,7 +59,8 @@ export function createLimiter(config: GatewayConfig, deps: LimiterDeps): Limiter
     ping: () => store.client.ping(),
   });
   const open = rl.failure_mode === "open";
+  // A request's trace reaches the Redis store only with a call that goes there (its
+  // `ratelimit.redis` span): a local answer of the rejection cache or of the fallback records none.
   const limiter = new RejectionCache({ inner: failover, metrics: deps.metrics });
-  // The span names the store call; a local answer of the rejection cache is inside it too (short).
-  return { limiter, ready: () => open || failover.healthy, span: REDIS_SPAN };
+  return { limiter, ready: () => open || failover.healthy };
 }

@@ -22,6 +22,7 @@
  */
 import type { Logger } from "pino";
 import type { GatewayMetrics } from "../observability/metrics.js";
+import type { RequestTrace } from "../observability/tracing/request-trace.js";
 import { LimitStoreError, type Decision, type Limiter, type LimitPolicy } from "./limiter.js";
 
 /** The policy the probe consumes against: one tiny key that expires after 2 s. */
@@ -97,14 +98,18 @@ export class FailoverLimiter implements Limiter {
     return this.outageSince === undefined && this.connected();
   }
 
-  /** @throws LimitStoreError in `closed` mode while the shared store fails */
-  consume(key: string, policy: LimitPolicy): Promise<Decision> {
-    return this.decide(key, policy, true);
+  /**
+   * @param trace - passed to the shared store (its call's span); an answer from the fallback
+   *   makes no network call and records no span
+   * @throws LimitStoreError in `closed` mode while the shared store fails
+   */
+  consume(key: string, policy: LimitPolicy, trace: RequestTrace | null = null): Promise<Decision> {
+    return this.decide(key, policy, true, trace);
   }
 
   /** @throws LimitStoreError in `closed` mode while the shared store fails */
   peek(key: string, policy: LimitPolicy): Promise<Decision> {
-    return this.decide(key, policy, false);
+    return this.decide(key, policy, false, null);
   }
 
   async close(): Promise<void> {
@@ -113,11 +118,16 @@ export class FailoverLimiter implements Limiter {
     await Promise.all([this.primary.close(), this.fallback.close()]);
   }
 
-  private async decide(key: string, policy: LimitPolicy, count: boolean): Promise<Decision> {
+  private async decide(
+    key: string,
+    policy: LimitPolicy,
+    count: boolean,
+    trace: RequestTrace | null,
+  ): Promise<Decision> {
     if (this.outageSince !== undefined) return this.local(key, policy, count, undefined);
     const started = performance.now();
     try {
-      const d = await (count ? this.primary.consume(key, policy) : this.primary.peek(key, policy));
+      const d = await (count ? this.primary.consume(key, policy, trace) : this.primary.peek(key, policy));
       this.duration.observe((performance.now() - started) / 1000);
       this.answered = true;
       return d;

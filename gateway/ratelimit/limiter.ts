@@ -3,6 +3,7 @@
  * policy atomically, and reports what the rate-limit headers need. Implementations: the memory
  * store, the Redis store, and the failover wrapper that combines them.
  */
+import type { RequestTrace } from "../observability/tracing/request-trace.js";
 
 /** One window: `limit` calls per `windowS` seconds. */
 export interface WindowSpec {
@@ -63,9 +64,12 @@ export interface Limiter {
    * them; a rejected call is not counted.
    * @param identityKey - the identity with its kind (`sub:alice`, `client:ci-bot`, `ip:10.0.0.1`;
    *   see `identityKey` in `identity.ts`), without the store prefix
+   * @param trace - the request's spans (SPEC §13): a store that makes a network call for this one
+   *   traces it as a child span of the request's SERVER span (`ratelimit.redis`); an answer given
+   *   without one (the memory store, a local answer of the rejection cache) records none
    * @throws LimitStoreError when the store cannot answer
    */
-  consume(identityKey: string, policy: LimitPolicy): Promise<Decision>;
+  consume(identityKey: string, policy: LimitPolicy, trace?: RequestTrace | null): Promise<Decision>;
   /** Reports the state as `consume` would, without counting (for `GET /rate_limit`). */
   peek(identityKey: string, policy: LimitPolicy): Promise<Decision>;
   /** Releases connections and timers. */

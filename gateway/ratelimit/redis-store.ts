@@ -3,12 +3,21 @@
  * (`lua/sliding_window.lua`, `lua/sliding_log.lua`), so replicas sharing Redis enforce one limit
  * together. Time is Redis `TIME`, keys carry a hash tag per identity (one Cluster slot per call),
  * and every failure — connection, timeout, script error — rejects with {@link LimitStoreError}.
+ * Each counting call of a traced request is its `ratelimit.redis` span (SPEC §13), so a call
+ * answered without Redis (the rejection cache, the failover's local fallback) records none.
  */
 import { randomBytes } from "node:crypto";
 import type { Writable } from "node:stream";
 import { readFileSync } from "node:fs";
+import { ATTR_DB_SYSTEM_NAME } from "@opentelemetry/semantic-conventions";
 import type { Logger } from "pino";
 import type { RedisConfig } from "../config/schema.js";
+import {
+  childSpan,
+  traced,
+  type ChildSpanSpec,
+  type RequestTrace,
+} from "../observability/tracing/request-trace.js";
 import { LimitStoreError, type Decision, type Limiter, type LimitPolicy } from "./limiter.js";
 import { Redis } from "ioredis";
 import { openRedis, type RedisClient } from "./redis-connection.js";
@@ -42,6 +51,12 @@ interface Plan {
   /** sliding_log: each counted call carries a nonce. */
   log: boolean;
 }
+
+/** The span of a counting call (SPEC §13; `db.system.name`, OpenTelemetry database conventions). */
+const REDIS_SPAN: ChildSpanSpec = Object.freeze({
+  name: "ratelimit.redis",
+  attributes: Object.freeze({ [ATTR_DB_SYSTEM_NAME]: "redis" }),
+});
 
 /** Reads `lua/<name>.lua` next to this module (the build copies them to `dist/`). */
 function readLua(name: string): string {
@@ -95,9 +110,13 @@ export class RedisStore implements Limiter {
     this.scripts = this.client as unknown as ScriptCommands;
   }
 
-  /** @throws LimitStoreError (as a rejection) when Redis does not answer within the command timeout */
-  consume(key: string, policy: LimitPolicy): Promise<Decision> {
-    return this.run(key, policy, true);
+  /**
+   * @param trace - the request's spans: the call is its `ratelimit.redis` child span when recorded
+   *   (an error when it fails); nothing is allocated without one
+   * @throws LimitStoreError (as a rejection) when Redis does not answer within the command timeout
+   */
+  consume(key: string, policy: LimitPolicy, trace: RequestTrace | null = null): Promise<Decision> {
+    return traced(childSpan(trace, REDIS_SPAN), this.run(key, policy, true));
   }
 
   /** @throws LimitStoreError (as a rejection) when Redis does not answer within the command timeout */

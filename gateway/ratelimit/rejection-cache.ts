@@ -33,10 +33,16 @@
  *   failed call drops the entry.
  *
  * Memory is bounded by an LRU of entries (one per identity and class at its limit).
+ *
+ * Tracing (SPEC §13): the request's trace goes to the store only with the calls that ask it, so a
+ * local answer records no `ratelimit.redis` span. A call waiting for a probe's answer records none
+ * either: it makes no call of its own (the probe's request has the span) and waits one round trip
+ * at most.
  */
 import { LRUCache } from "lru-cache";
 import type { Counter } from "prom-client";
 import type { GatewayMetrics } from "../observability/metrics.js";
+import type { RequestTrace } from "../observability/tracing/request-trace.js";
 import type { Decision, Limiter, LimitPolicy } from "./limiter.js";
 
 /** What the store said when nothing was left, kept until its Reset. */
@@ -88,14 +94,17 @@ export class RejectionCache implements Limiter {
     this.entries = new LRUCache({ max: o.maxEntries ?? 10_000 });
   }
 
-  /** Answers locally while this identity is known to have nothing left under this policy. */
-  consume(identityKey: string, policy: LimitPolicy): Promise<Decision> {
-    if (policy.mode === "shadow") return this.inner.consume(identityKey, policy);
+  /**
+   * Answers locally while this identity is known to have nothing left under this policy.
+   * @param trace - handed to the store with a call that asks it; a local answer records no span
+   */
+  consume(identityKey: string, policy: LimitPolicy, trace: RequestTrace | null = null): Promise<Decision> {
+    if (policy.mode === "shadow") return this.inner.consume(identityKey, policy, trace);
     const id = `${policy.className}\n${identityKey}`;
     const e = this.entries.get(id);
-    if (e === undefined || e.policy !== policy) return this.ask(id, identityKey, policy, true);
+    if (e === undefined || e.policy !== policy) return this.ask(id, identityKey, policy, true, trace);
     const local = this.answer(e);
-    if (local === null) return this.probe(id, identityKey, policy);
+    if (local === null) return this.probe(id, identityKey, policy, trace);
     this.counted(policy.className);
     return Promise.resolve(local);
   }
@@ -106,7 +115,7 @@ export class RejectionCache implements Limiter {
     const id = `${policy.className}\n${identityKey}`;
     const e = this.entries.get(id);
     const local = e === undefined || e.policy !== policy ? null : this.answer(e);
-    return local === null ? this.ask(id, identityKey, policy, false) : Promise.resolve(local);
+    return local === null ? this.ask(id, identityKey, policy, false, null) : Promise.resolve(local);
   }
 
   close(): Promise<void> {
@@ -130,17 +139,22 @@ export class RejectionCache implements Limiter {
   }
 
   /** Past Reset: one call asks the store, the others wait for its answer and look again. */
-  private async probe(id: string, key: string, policy: LimitPolicy): Promise<Decision> {
+  private async probe(
+    id: string,
+    key: string,
+    policy: LimitPolicy,
+    trace: RequestTrace | null,
+  ): Promise<Decision> {
     for (;;) {
       const e = this.entries.get(id);
-      if (e === undefined || e.policy !== policy) return this.ask(id, key, policy, true);
+      if (e === undefined || e.policy !== policy) return this.ask(id, key, policy, true, trace);
       const local = this.answer(e);
       if (local !== null) {
         this.counted(policy.className);
         return local;
       }
       if (e.probe === null) {
-        const asked = this.ask(id, key, policy, true);
+        const asked = this.ask(id, key, policy, true, trace);
         e.probe = asked;
         let d: Decision;
         try {
@@ -163,11 +177,17 @@ export class RejectionCache implements Limiter {
     }
   }
 
-  private async ask(id: string, key: string, policy: LimitPolicy, count: boolean): Promise<Decision> {
+  private async ask(
+    id: string,
+    key: string,
+    policy: LimitPolicy,
+    count: boolean,
+    trace: RequestTrace | null,
+  ): Promise<Decision> {
     const sentMs = this.monotonicMs();
     let d: Decision;
     try {
-      d = await (count ? this.inner.consume(key, policy) : this.inner.peek(key, policy));
+      d = await (count ? this.inner.consume(key, policy, trace) : this.inner.peek(key, policy));
     } catch (err) {
       this.entries.delete(id);
       throw err;

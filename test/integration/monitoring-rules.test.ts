@@ -26,6 +26,7 @@ import {
   type DecisionOutcome,
   type JwksFetchResult,
   type JwtValidationResult,
+  type SpanDropReason,
   type UpstreamErrorReason,
 } from "../../gateway/observability/metrics.js";
 
@@ -194,6 +195,15 @@ function ruleTests(): unknown {
           { series: sel("gateway_plan_claim_unknown_total", { job: "quiet" }), values: "0x9 1x20" },
           // One rejected reload at minute 3.
           { series: sel("gateway_config_reloads_total", { result: "error" }), values: "0 0 0 1x27" },
+          // Spans dropped for a full queue from minute 5 on; a burst of failed exports at minutes 4-5.
+          {
+            series: sel("gateway_tracing_spans_dropped_total", { reason: "queue_full" }),
+            values: "0x4 0+50x25",
+          },
+          {
+            series: sel("gateway_tracing_spans_dropped_total", { reason: "export_failed" }),
+            values: "0x3 100 200x25",
+          },
         ],
         alert_rule_test: [
           { eval_time: "2m", alertname: "GatewayRateLimitStoreFailingOpen", exp_alerts: [] },
@@ -236,6 +246,14 @@ function ruleTests(): unknown {
             eval_time: "25m",
             alertname: "GatewayPlanClaimUnknown",
             exp_alerts: [{ exp_labels: { severity: "warning", job: "gateway" } }],
+          },
+          // The burst's rate has been above 0 for 5 minutes, the queue's for 3: both only pending.
+          { eval_time: "9m", alertname: "GatewayTracingSpansDropped", exp_alerts: [] },
+          {
+            // The burst's rate fell back to 0 before 10 minutes.
+            eval_time: "20m",
+            alertname: "GatewayTracingSpansDropped",
+            exp_alerts: [{ exp_labels: { severity: "warning", job: "gateway", reason: "queue_full" } }],
           },
         ],
       },
@@ -319,6 +337,9 @@ const ENUMERATED: Record<string, Record<string, readonly string[]>> = {
   },
   gateway_jwks_fetches_total: { result: ["success", "error"] satisfies readonly JwksFetchResult[] },
   gateway_config_reloads_total: { result: ["success", "error"] },
+  gateway_tracing_spans_dropped_total: {
+    reason: ["queue_full", "export_failed"] satisfies readonly SpanDropReason[],
+  },
 };
 
 /** Labels Prometheus adds at scrape time, and `le` on histogram buckets. */
@@ -441,6 +462,7 @@ describe("config/monitoring against the gateway's metrics", () => {
         "GatewayUpstreamErrors",
         "GatewayConfigReloadFailed",
         "GatewayPlanClaimUnknown",
+        "GatewayTracingSpansDropped",
       ]),
     );
     const readme = readFileSync(path.join(ROOT, "config/monitoring/README.md"), "utf8");

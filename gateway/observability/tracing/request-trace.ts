@@ -199,7 +199,7 @@ export function childSpan(trace: RequestTrace | null, spec: ChildSpanSpec | unde
 /**
  * Ends `span` when `call` settles: an error on rejection (`error.type` the error's name). With no
  * span, `call` itself, so tracing off costs nothing. Start the span before making the call.
- * @example decision = await traced(childSpan(scope.trace, spec), limiter.consume(key, policy));
+ * @example return traced(childSpan(trace, REDIS_SPAN), this.run(key, policy, true));
  */
 export function traced<T>(span: Span | null, call: Promise<T>): Promise<T> {
   if (span === null) return call;
@@ -209,10 +209,18 @@ export function traced<T>(span: Span | null, call: Promise<T>): Promise<T> {
       return value;
     },
     (err: unknown) => {
-      span.setAttribute(ATTR_ERROR_TYPE, err instanceof Error ? err.name : "Error");
-      span.setStatus({ code: SpanStatusCode.ERROR });
-      span.end();
+      endWithError(span, err);
       throw err;
     },
   );
+}
+
+/**
+ * Ends `span` as an error (`error.type` the error's name), as {@link traced} does on a rejection:
+ * for a call that reports its failure rather than rejecting.
+ */
+export function endWithError(span: Span, err: unknown): void {
+  span.setAttribute(ATTR_ERROR_TYPE, err instanceof Error ? err.name : "Error");
+  span.setStatus({ code: SpanStatusCode.ERROR });
+  span.end();
 }

@@ -172,7 +172,7 @@ describe("auth.jwks", () => {
     );
     expect(results.map((r) => r.status)).toEqual(["rejected", "rejected"]); // not listed: 401
     expect(idp.jwksRequests()).toBe(before + 1);
-    for (const t of traces) t.server.end();
+    for (const t of traces) t.server!.end();
     const all = await rx.waitFor((s) =>
       traceIds.every((id) => s.some((x) => x.traceId === id && x.kind === KIND.SERVER)),
     );

@@ -4,7 +4,8 @@
  * upstreams' TLS files, each loaded exactly as the gateway loads it.
  */
 import path from "node:path";
-import { loadStaticTokens, TokensFileError } from "../auth/static-source.js";
+import { loadStaticTokens } from "../auth/static-source.js";
+import { TokensFileError } from "../auth/tokens-file.js";
 import { upstreamTls } from "../proxy/upstream-tls.js";
 import { serverTls } from "../transport/server-tls.js";
 import { ConfigFileError, type ConfigFinding } from "./finding.js";

@@ -28,7 +28,7 @@
  * BENCH_GATEWAY_MAIN (another build's main.js), BENCH_ALT_MAIN (adds cell d* : the Redis gateway of
  * that build, interleaved with d, for A/B of a proposed change on a noisy machine).
  */
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -517,6 +517,30 @@ async function main(): Promise<number> {
   }
 }
 
+/**
+ * Where a churned gateway's memory is (issue 17 item 5): V8's heap by space from its `/metrics`
+ * (prom-client's default metrics), then the heap still used after the full collection a heap
+ * snapshot makes, i.e. the live data.
+ */
+async function heapAfterLoad(g: GatewayTarget, snapshots: string): Promise<string> {
+  const mb = (page: string, name: string, filter?: string) => fmt(metricSum(page, name, filter) / 2 ** 20, 0);
+  const before = await g.metrics();
+  const files = readdirSync(snapshots).length;
+  process.kill(g.child.pid, "SIGUSR2");
+  // The snapshot is written synchronously after the collection; its file appearing means done.
+  for (let i = 0; i < 300 && readdirSync(snapshots).length === files; i++) await sleep(100);
+  await sleep(500);
+  const after = await g.metrics();
+  return (
+    `heap before: ${mb(before, "nodejs_heap_size_used_bytes")} MB used of ` +
+    `${mb(before, "nodejs_heap_size_total_bytes")} MB (new space ` +
+    `${mb(before, "nodejs_heap_space_size_total_bytes", 'space="new"')} MB, old space used ` +
+    `${mb(before, "nodejs_heap_space_size_used_bytes", 'space="old"')} MB), external ` +
+    `${mb(before, "nodejs_external_memory_bytes")} MB; live heap after a full collection ` +
+    `${mb(after, "nodejs_heap_size_used_bytes")} MB`
+  );
+}
+
 /** The open-loop runs against the selected cells, at 50 % and 80 % of cell h's median (report lines). */
 async function openLoopRuns(active: readonly Cell[]): Promise<string[]> {
   const h = active.find((c) => c.id === "h");
@@ -573,12 +597,17 @@ async function churnAndCold(
   const rows: Row[] = [];
   const churn = writeChurnTokens(dir, CHURN_TOKENS);
   const churnScript = cyclingTokenScript(dir, churn.listFile, false, "churn").script;
+  // A heap snapshot on SIGUSR2 (written to the cell's directory) forces a full collection first:
+  // the heap used right after it is the live data, the rest of RSS the collector's headroom.
+  const snapshots = path.join(dir, "heap");
+  mkdirSync(snapshots, { recursive: true });
+  const heap = { nodeArgs: ["--heapsnapshot-signal=SIGUSR2"], cwd: snapshots };
   const variants: [string, string, GatewayVariant][] = [
-    ["churn-m", "10k tokens/identities, memory store", { tokensFile: churn.tokensFile }],
+    ["churn-m", "10k tokens/identities, memory store", { tokensFile: churn.tokensFile, ...heap }],
     [
       "churn-r",
       "10k tokens/identities, Redis store",
-      { tokensFile: churn.tokensFile, redisUrl: redis.url, keyPrefix: "bc" },
+      { tokensFile: churn.tokensFile, redisUrl: redis.url, keyPrefix: "bc", ...heap },
     ],
   ];
   for (const [id, label, v] of variants) {
@@ -594,13 +623,14 @@ async function churnAndCold(
     await runWrk(g.url + PATH, { seconds: 60, connections: CONNECTIONS, ...firstPass });
     const s = await measure(g, churnScript, SECONDS, { gateway: g, ...(v.redisUrl ? { redis } : {}) });
     const rssMb = rssBytes(g.child.pid) / 2 ** 20;
-    console.log(`  ${id}: ${fmt(s.rps, 0)} req/s, RSS after ${fmt(rssMb, 0)} MB`);
+    const memory = await heapAfterLoad(g, snapshots);
+    console.log(`  ${id}: ${fmt(s.rps, 0)} req/s, RSS after ${fmt(rssMb, 0)} MB; ${memory}`);
     rows.push({
       id,
       label,
       samples: [s],
       rssMb,
-      note: `${fmt(s.sourceCallsPerReq! * s.requests, 0)} token-source calls`,
+      note: `${fmt(s.sourceCallsPerReq! * s.requests, 0)} token-source calls; ${memory}`,
     });
     await g.child.stop();
   }

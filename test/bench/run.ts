@@ -322,6 +322,7 @@ async function main(): Promise<number> {
         : await tryGateway("c-alt", dir, upstream, { tokensFile: warmTokens, main: altMain });
     for (const g of [...Object.values(gw), alt, altMemory])
       if (g !== undefined && typeof g !== "string") keep(g);
+    console.log(`servers started (${fmt((Date.now() - t0) / 1000, 0)} s)`);
     const row = (id: string, label: string): Row => ({ id, label, samples: [] });
     const cells: Cell[] = [
       {
@@ -467,7 +468,7 @@ async function main(): Promise<number> {
     }
     if (only !== undefined) for (const c of cells) if (!only.includes(c.id)) c.row.pending ??= "not selected";
     const active = cells.filter((c) => c.target !== null && c.row.pending === undefined);
-    console.log(`warm-up: ${WARMUP_S} s per cell (JIT, pooled connections, token cache)`);
+    console.log(`checked (${fmt((Date.now() - t0) / 1000, 0)} s); warm-up: ${WARMUP_S} s per cell (JIT, pooled connections, token cache)`);
     for (const cell of active) await runWarmup(cell.target!, cell.script ?? script);
 
     for (let round = 0; round < ROUNDS; round++) {
@@ -491,7 +492,9 @@ async function main(): Promise<number> {
     const tracingNotes = await spanCounts(active.filter((c) => c.id === "t1" || c.id === "t100"));
     const openLoop = await openLoopRuns(active);
     // Free the server core for the runs below.
-    for (const cell of active) if (cell.id !== "a") await cell.target!.child.stop();
+    console.log(`measured (${fmt((Date.now() - t0) / 1000, 0)} s)`);
+    await Promise.all(active.filter((c) => c.id !== "a").map((c) => c.target!.child.stop()));
+    console.log(`stopped (${fmt((Date.now() - t0) / 1000, 0)} s)`);
 
     const extraRows = only === undefined ? await churnAndCold(dir, upstream, redis, auth, keep) : [];
     const rows = cells.map((c) => c.row).filter((r) => r.pending !== "not selected");

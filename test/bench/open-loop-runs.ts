@@ -60,7 +60,15 @@ export function runOpenLoop(
 export async function openLoopSection(
   cells: readonly OpenLoopCell[],
   baseRps: number,
-  opts: { rounds: number; seconds: number; connections: number; baseId: string; gatewayId: string },
+  opts: {
+    rounds: number;
+    seconds: number;
+    connections: number;
+    baseId: string;
+    gatewayId: string;
+    /** Runs before each measured run of a cell (a closed-loop warm-up after its idle time). */
+    warm: (cell: OpenLoopCell) => Promise<void>;
+  },
 ): Promise<string[]> {
   const fractions = [0.5, 0.8];
   const results = new Map<string, OpenLoopResult[]>();
@@ -69,6 +77,7 @@ export async function openLoopSection(
       const rate = Math.round(baseRps * f);
       for (let i = 0; i < cells.length; i++) {
         const cell = cells[(i + round) % cells.length]!;
+        await opts.warm(cell);
         const r = await runOpenLoop(cell.url, rate, opts.seconds, opts.connections, cell.token).catch(
           (e: Error) => {
             console.log(`  open-loop ${cell.id} @ ${rate}/s failed: ${e.message}`);

@@ -70,7 +70,9 @@ const CONNECTIONS = envInt("BENCH_CONNECTIONS", 64, 1, 1024);
 const COLD_TOKENS = envInt("BENCH_COLD_TOKENS", 10_000, 100, 100_000);
 const COLD_SECONDS = envInt("BENCH_COLD_SECONDS", 30, 1, 120);
 const CHURN_TOKENS = 10_000;
-const WARMUP_S = 2;
+const WARMUP_S = 4;
+/** Warm-up before each measured run of a cell (s). */
+const ROUND_WARMUP_S = 2;
 const TOKEN = "bench-warm-token";
 const PATH = "/v1/user";
 /** Calls per second the over-limit cell (g) admits; wrk offers about 20 times that. */
@@ -468,13 +470,23 @@ async function main(): Promise<number> {
     }
     if (only !== undefined) for (const c of cells) if (!only.includes(c.id)) c.row.pending ??= "not selected";
     const active = cells.filter((c) => c.target !== null && c.row.pending === undefined);
-    console.log(`checked (${fmt((Date.now() - t0) / 1000, 0)} s); warm-up: ${WARMUP_S} s per cell (JIT, pooled connections, token cache)`);
+    console.log(
+      `checked (${fmt((Date.now() - t0) / 1000, 0)} s); warm-up: ${WARMUP_S} s per cell (JIT, pooled connections, token cache)`,
+    );
     for (const cell of active) await runWarmup(cell.target!, cell.script ?? script);
 
     for (let round = 0; round < ROUNDS; round++) {
       // Rotate the order so no cell always runs first (or right after the same neighbour).
       const order = active.map((_, i) => active[(i + round) % active.length]!);
       for (const cell of order) {
+        // Each cell sat idle while the others ran; V8 may have let its code go cold meanwhile
+        // (seen: the gateway's CPU per request far higher right after a long idle gap), so each
+        // measurement follows its own short warm-up.
+        await runWrk(cell.target!.url + PATH, {
+          seconds: ROUND_WARMUP_S,
+          connections: CONNECTIONS,
+          script: cell.script ?? script,
+        });
         const s = await measure(cell.target!, cell.script ?? script, SECONDS, {
           ...(cell.gateway === undefined ? {} : { gateway: cell.gateway }),
           ...(cell.redis === undefined ? {} : { redis: cell.redis }),
@@ -490,7 +502,7 @@ async function main(): Promise<number> {
     }
     for (const cell of active) cell.row.rssMb = rssBytes(cell.target!.child.pid) / 2 ** 20;
     const tracingNotes = await spanCounts(active.filter((c) => c.id === "t1" || c.id === "t100"));
-    const openLoop = await openLoopRuns(active);
+    const openLoop = await openLoopRuns(active, script);
     // Free the server core for the runs below.
     console.log(`measured (${fmt((Date.now() - t0) / 1000, 0)} s)`);
     await Promise.all(active.filter((c) => c.id !== "a").map((c) => c.target!.child.stop()));
@@ -545,17 +557,20 @@ async function heapAfterLoad(g: GatewayTarget, snapshots: string): Promise<strin
 }
 
 /** The open-loop runs against the selected cells, at 50 % and 80 % of cell h's median (report lines). */
-async function openLoopRuns(active: readonly Cell[]): Promise<string[]> {
+async function openLoopRuns(active: readonly Cell[], script: string): Promise<string[]> {
   const h = active.find((c) => c.id === "h");
   if (OPEN_ROUNDS === 0 || h === undefined) return [];
   const cells: OpenLoopCell[] = active
     .filter((c) => OPEN_LOOP_CELLS.includes(c.id))
     .map((c) => ({ id: c.id, label: c.row.label, url: c.target!.url + PATH, token: c.token ?? TOKEN }));
   console.log(`open loop: ${cells.map((c) => c.id).join(", ")} at 50 % and 80 % of h, ${OPEN_ROUNDS} rounds`);
+  const warm = (cell: OpenLoopCell) =>
+    runWrk(cell.url, { seconds: ROUND_WARMUP_S, connections: CONNECTIONS, script }).then(() => undefined);
   return openLoopSection(
     cells,
     med(h.row.samples, (s) => s.rps),
     {
+      warm,
       rounds: OPEN_ROUNDS,
       seconds: SECONDS,
       connections: CONNECTIONS,

@@ -6,6 +6,8 @@
  * checked after a forced flush of the gateway's span queue, not after a sleep.
  */
 import type { IncomingHttpHeaders } from "node:http";
+import { ROOT_CONTEXT } from "@opentelemetry/api";
+import { SamplingDecision, TraceIdRatioBasedSampler } from "@opentelemetry/sdk-trace-base";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { captureLog } from "../helpers/access-lines.js";
 import { startGateway, testConfig, type TestGateway } from "../helpers/gateway.js";
@@ -107,5 +109,58 @@ describe("sample_ratio 0", () => {
     expect(sent.flags).toBe("00");
     expect(sent.line.traceId).toBe(sent.traceId);
     expect(seen.get("/v1/invalid")).not.toHaveProperty("tracestate");
+  });
+});
+
+/**
+ * A ratio between 0 and 1: the gateway decides a new trace's sampling before the SDK sees it
+ * (issue 16: an unsampled request costs no SDK span), so this pins that the decision is the SDK's
+ * own ratio rule applied to the trace id the request really carries: a request is recorded exactly
+ * when `TraceIdRatioBasedSampler(0.5)` samples its trace id, the upstream's flag says the same, and
+ * a recorded SERVER span has the access line's ids.
+ */
+describe("sample_ratio 0.5", () => {
+  const REQUESTS = 60;
+  let half: TestGateway;
+
+  beforeAll(async () => {
+    half = await startGateway(
+      testConfig(upstream.url, {
+        tracing: { endpoint: rx.endpoint, sample_ratio: 0.5 },
+        log: { level: "info" },
+      }),
+      { logger: log.logger },
+    );
+  });
+
+  afterAll(async () => {
+    await half?.close();
+  });
+
+  it("records a new trace exactly when the SDK's ratio rule samples its id, with the access line's ids", async () => {
+    for (let i = 0; i < REQUESTS; i++) {
+      const r = await request(`${half.url}/v1/r${i}`, { headers: { authorization: "Bearer valid-token" } });
+      expect(r.status).toBe(200);
+    }
+    await half.gateway.runtime.tracing!.forceFlush();
+    const rule = new TraceIdRatioBasedSampler(0.5);
+    const lines = log.accessLines(half);
+    let sampled = 0;
+    for (let i = 0; i < REQUESTS; i++) {
+      const [, traceId, , flags] = TRACEPARENT.exec(String(seen.get(`/v1/r${i}`)?.traceparent))!;
+      const line = lines.find((l) => l.path === `/v1/r${i}`)!;
+      expect(line.traceId).toBe(traceId);
+      const chosen =
+        rule.shouldSample(ROOT_CONTEXT, traceId!).decision === SamplingDecision.RECORD_AND_SAMPLED;
+      expect(flags).toBe(chosen ? "01" : "00");
+      const server = rx.spans.find((s) => s.traceId === traceId && s.name === "GET /v1");
+      if (chosen) {
+        sampled++;
+        expect(server?.spanId).toBe(line.spanId);
+      } else expect(rx.spans.filter((s) => s.traceId === traceId)).toEqual([]);
+    }
+    // 60 fair draws: both kinds occur (all of one kind has probability 2 * 2^-60).
+    expect(sampled).toBeGreaterThan(0);
+    expect(sampled).toBeLessThan(REQUESTS);
   });
 });

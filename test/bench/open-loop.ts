@@ -9,6 +9,7 @@
  * line: offered and achieved rates (req/s), latency percentiles (ms), errors. The first second is a
  * warm-up at the same rate and is not counted.
  */
+import { writeFileSync } from "node:fs";
 import { performance } from "node:perf_hooks";
 import { Pool } from "undici";
 
@@ -27,6 +28,9 @@ const path = url.pathname + url.search;
 const total = Math.round(rate * (WARMUP_S + seconds));
 const skip = Math.round(rate * WARMUP_S);
 const latencies = new Float64Array(total - skip);
+/** OPEN_LOOP_DUMP=<file>: each counted request's due time (ms after the start) and latency (ms). */
+const dump = process.env.OPEN_LOOP_DUMP;
+const dueAt = dump === undefined ? null : new Float64Array(total - skip);
 const intervalMs = 1000 / rate;
 let done = 0;
 let counted = 0;
@@ -49,7 +53,9 @@ function fire(i: number, dueMs: number): void {
 
 function finish(i: number, dueMs: number): void {
   done++;
-  if (i >= skip) latencies[counted++] = performance.now() - dueMs;
+  if (i < skip) return;
+  if (dueAt !== null) dueAt[counted] = dueMs - start;
+  latencies[counted++] = performance.now() - dueMs;
 }
 
 const start = performance.now() + 10;
@@ -69,6 +75,11 @@ await new Promise<void>((resolve) => {
 const endMs = start + total * intervalMs;
 const deadline = performance.now() + DRAIN_MS;
 while (done < total && performance.now() < deadline) await new Promise((r) => setTimeout(r, 5));
+if (dump !== undefined && dueAt !== null) {
+  const rows: string[] = [];
+  for (let k = 0; k < counted; k++) rows.push(`${dueAt[k]!.toFixed(2)} ${latencies[k]!.toFixed(2)}`);
+  writeFileSync(dump, rows.join("\n") + "\n");
+}
 const measured = latencies.subarray(0, counted).sort();
 const pct = (p: number) => (counted === 0 ? NaN : measured[Math.min(counted - 1, Math.floor(p * counted))]!);
 const achieved = (counted - non2xx) / seconds;

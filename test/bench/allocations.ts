@@ -78,7 +78,10 @@ try {
   let total = 0;
   const walk = (n: ProfileNode): void => {
     const f = n.callFrame;
-    const file = f.url.replace(/^file:\/\//, "").replace(/^.*\/node_modules\//, "").replace(/^.*\/dist\//, "");
+    const file = f.url
+      .replace(/^file:\/\//, "")
+      .replace(/^.*\/node_modules\//, "")
+      .replace(/^.*\/dist\//, "");
     const key = `${f.functionName || "(anonymous)"} ${file === "" ? "(native)" : `${file}:${f.lineNumber + 1}`}`;
     byFrame.set(key, (byFrame.get(key) ?? 0) + n.selfSize);
     total += n.selfSize;

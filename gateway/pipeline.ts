@@ -194,7 +194,7 @@ export class Pipeline {
       this.useDecision(
         scope,
         anonymous,
-        await scope.runtime.limiter.limiter.peek(ipKey(scope.clientIp), anonymous),
+        await scope.runtime.limiter.limiter.peek(ipKey(scope.clientIp), anonymous, scope.trace),
       );
     } catch {
       this.noDecision(scope, anonymous);
@@ -275,7 +275,7 @@ export class Pipeline {
     let decisions: Decision[];
     try {
       decisions = await Promise.all(
-        entries.map((p) => limiter.peek(identityOf(info, p.identity, scope.tokenHash).key, p)),
+        entries.map((p) => limiter.peek(identityOf(info, p.identity, scope.tokenHash).key, p, scope.trace)),
       );
     } catch (err) {
       this.logger.debug({ err, reqId: scope.requestId }, "limit store call failed");

@@ -47,7 +47,9 @@ export class NetworkGuard {
     anonymous: ResolvedPolicy,
     trace: RequestTrace | null = null,
   ): Promise<GuardedLookup> {
-    const guard = authenticator.knownActive(hash) ? null : await settle(limiter.peek(anonKey, anonymous));
+    const guard = authenticator.knownActive(hash)
+      ? null
+      : await settle(limiter.peek(anonKey, anonymous, trace));
     const pending = this.pending.get(anonKey) ?? 0;
     if (guard !== null && (!guard.allowed || guard.remaining <= pending)) {
       return { status: "limited", decision: { ...guard, allowed: false, remaining: 0 } };
@@ -58,7 +60,7 @@ export class NetworkGuard {
       if (looked.status === "active") return { status: "active", info: looked.info };
       if (looked.status === "unavailable") return { status: "unavailable", decision: guard };
       // Still pending until counted, so a concurrent peek never sees the budget without this call.
-      return { status: "inactive", decision: await settle(limiter.consume(anonKey, anonymous)) };
+      return { status: "inactive", decision: await settle(limiter.consume(anonKey, anonymous, trace)) };
     } finally {
       const left = this.pending.get(anonKey)! - 1;
       if (left === 0) this.pending.delete(anonKey);

@@ -107,9 +107,12 @@ export class FailoverLimiter implements Limiter {
     return this.decide(key, policy, true, trace);
   }
 
-  /** @throws LimitStoreError in `closed` mode while the shared store fails */
-  peek(key: string, policy: LimitPolicy): Promise<Decision> {
-    return this.decide(key, policy, false, null);
+  /**
+   * @param trace - as for {@link consume}
+   * @throws LimitStoreError in `closed` mode while the shared store fails
+   */
+  peek(key: string, policy: LimitPolicy, trace: RequestTrace | null = null): Promise<Decision> {
+    return this.decide(key, policy, false, trace);
   }
 
   async close(): Promise<void> {
@@ -127,7 +130,9 @@ export class FailoverLimiter implements Limiter {
     if (this.outageSince !== undefined) return this.local(key, policy, count, undefined);
     const started = performance.now();
     try {
-      const d = await (count ? this.primary.consume(key, policy, trace) : this.primary.peek(key, policy));
+      const d = await (count
+        ? this.primary.consume(key, policy, trace)
+        : this.primary.peek(key, policy, trace));
       this.duration.observe((performance.now() - started) / 1000);
       this.answered = true;
       return d;

@@ -70,8 +70,12 @@ export interface Limiter {
    * @throws LimitStoreError when the store cannot answer
    */
   consume(identityKey: string, policy: LimitPolicy, trace?: RequestTrace | null): Promise<Decision>;
-  /** Reports the state as `consume` would, without counting (for `GET /rate_limit`). */
-  peek(identityKey: string, policy: LimitPolicy): Promise<Decision>;
+  /**
+   * Reports the state as `consume` would, without counting (`GET /rate_limit`, a CORS preflight,
+   * the anonymous-budget check of a token no cache knows).
+   * @param trace - as for {@link consume}: a network call is the request's `ratelimit.redis` span
+   */
+  peek(identityKey: string, policy: LimitPolicy, trace?: RequestTrace | null): Promise<Decision>;
   /** Releases connections and timers. */
   close(): Promise<void>;
 }

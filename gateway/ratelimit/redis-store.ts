@@ -119,9 +119,12 @@ export class RedisStore implements Limiter {
     return traced(childSpan(trace, REDIS_SPAN), this.run(key, policy, true));
   }
 
-  /** @throws LimitStoreError (as a rejection) when Redis does not answer within the command timeout */
-  peek(key: string, policy: LimitPolicy): Promise<Decision> {
-    return this.run(key, policy, false);
+  /**
+   * @param trace - as for {@link consume}
+   * @throws LimitStoreError (as a rejection) when Redis does not answer within the command timeout
+   */
+  peek(key: string, policy: LimitPolicy, trace: RequestTrace | null = null): Promise<Decision> {
+    return traced(childSpan(trace, REDIS_SPAN), this.run(key, policy, false));
   }
 
   /** Drops the connection at once; calls in flight reject. */

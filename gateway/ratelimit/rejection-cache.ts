@@ -110,12 +110,12 @@ export class RejectionCache implements Limiter {
   }
 
   /** As {@link consume}, without counting: an exhausted state reads the same either way. */
-  peek(identityKey: string, policy: LimitPolicy): Promise<Decision> {
-    if (policy.mode === "shadow") return this.inner.peek(identityKey, policy);
+  peek(identityKey: string, policy: LimitPolicy, trace: RequestTrace | null = null): Promise<Decision> {
+    if (policy.mode === "shadow") return this.inner.peek(identityKey, policy, trace);
     const id = `${policy.className}\n${identityKey}`;
     const e = this.entries.get(id);
     const local = e === undefined || e.policy !== policy ? null : this.answer(e);
-    return local === null ? this.ask(id, identityKey, policy, false, null) : Promise.resolve(local);
+    return local === null ? this.ask(id, identityKey, policy, false, trace) : Promise.resolve(local);
   }
 
   close(): Promise<void> {
@@ -187,7 +187,7 @@ export class RejectionCache implements Limiter {
     const sentMs = this.monotonicMs();
     let d: Decision;
     try {
-      d = await (count ? this.inner.consume(key, policy, trace) : this.inner.peek(key, policy));
+      d = await (count ? this.inner.consume(key, policy, trace) : this.inner.peek(key, policy, trace));
     } catch (err) {
       this.entries.delete(id);
       throw err;

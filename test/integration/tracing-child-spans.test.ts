@@ -56,24 +56,56 @@ describe("child spans", () => {
   it("introspection and the Redis limiter call are children of the SERVER span, in the client's trace", async () => {
     const token = await auth.issueToken("read");
     const traceId = "5bf92f3577b34da6a3ce929d0e0e4736";
-    const spans = await traced(traceId, token, 4);
+    const spans = await traced(traceId, token, 5);
     const byName = new Map(spans.map((s) => [s.name, s]));
-    expect([...byName.keys()].sort()).toEqual(["GET", "GET /v1", "auth.introspection", "ratelimit.redis"]);
+    expect(spans.map((s) => s.name).sort()).toEqual([
+      "GET",
+      "GET /v1",
+      "auth.introspection",
+      "ratelimit.redis",
+      "ratelimit.redis",
+    ]);
     const srv = byName.get("GET /v1")!;
     expect(srv.kind).toBe(KIND.SERVER);
     const intro = byName.get("auth.introspection")!;
     expect(intro).toMatchObject({ kind: KIND.INTERNAL, parentSpanId: srv.spanId });
     expect(intro.attributes).toEqual({ "server.address": "127.0.0.1", "server.port": auth.port });
-    const limiter = byName.get("ratelimit.redis")!;
+    // Two Redis calls: the anonymous-budget check before the introspection, the count after it.
+    const [guard, limiter] = spans
+      .filter((s) => s.name === "ratelimit.redis")
+      .sort((x, y) => (x.startNs < y.startNs ? -1 : 1)) as [ReceivedSpan, ReceivedSpan];
+    expect(guard).toMatchObject({ kind: KIND.INTERNAL, parentSpanId: srv.spanId });
+    expect(guard.attributes).toEqual({ "db.system.name": "redis" });
     expect(limiter).toMatchObject({ kind: KIND.INTERNAL, parentSpanId: srv.spanId });
     expect(limiter.attributes).toEqual({ "db.system.name": "redis" });
     // The introspection call happened before the limiter call, both inside the SERVER span (give
     // or take the SDK's per-span anchoring of performance time to the millisecond wall clock).
     const ms = 1_000_000n;
+    expect(guard.endNs <= intro.startNs + ms).toBe(true);
     expect(intro.endNs <= limiter.startNs + ms).toBe(true);
     for (const s of [intro, limiter])
       expect(s.startNs + ms >= srv.startNs && s.endNs <= srv.endNs + ms).toBe(true);
     expect(JSON.stringify(spans.map((s) => [s.name, s.attributes]))).not.toContain(token);
+  });
+
+  it("GET /rate_limit records one Redis read per class of the caller's plan", async () => {
+    const token = await auth.issueToken("read");
+    await traced("8bf92f3577b34da6a3ce929d0e0e4736", token, 5);
+    const traceId = "9bf92f3577b34da6a3ce929d0e0e4736";
+    const r = await request(`${gw.url}/rate_limit`, {
+      headers: { authorization: `Bearer ${token}`, traceparent: `00-${traceId}-00f067aa0ba902b7-01` },
+    });
+    expect(r.status).toBe(200);
+    const classes = Object.keys((JSON.parse(r.body) as { resources: Record<string, unknown> }).resources);
+    expect(classes.length).toBeGreaterThan(0);
+    const all = await rx.waitFor(
+      (x) => x.filter((s) => s.traceId === traceId && s.name === "ratelimit.redis").length >= classes.length,
+    );
+    const mine = all.filter((s) => s.traceId === traceId);
+    const server = mine.find((s) => s.kind === KIND.SERVER)!;
+    const reads = mine.filter((s) => s.name === "ratelimit.redis");
+    expect(reads).toHaveLength(classes.length);
+    for (const read of reads) expect(read.parentSpanId).toBe(server.spanId);
   });
 
   it("a cached token makes no introspection span", async () => {

@@ -108,6 +108,40 @@ describe("child spans", () => {
     for (const read of reads) expect(read.parentSpanId).toBe(server.spanId);
   });
 
+  it("a CORS preflight records its read of the anonymous window", async () => {
+    const cors = await startGateway(
+      testConfig(upstream.url, {
+        auth: introspectionAuthConfig(auth),
+        rate_limits: {
+          store: { redis: { url: redis.url, key_prefix: "tracing-child-cors" } },
+          classes: { read: { windows: [{ limit: 100, window_s: 3600 }] } },
+        },
+        cors: { allowed_origins: ["https://app.example.com"] },
+        tracing: { endpoint: rx.endpoint },
+      }),
+    );
+    try {
+      const traceId = "abf92f3577b34da6a3ce929d0e0e4736";
+      const r = await request(`${cors.url}/v1/items`, {
+        method: "OPTIONS",
+        headers: {
+          origin: "https://app.example.com",
+          "access-control-request-method": "GET",
+          traceparent: `00-${traceId}-00f067aa0ba902b7-01`,
+        },
+      });
+      expect(r.status).toBe(204);
+      const all = await rx.waitFor((x) => x.filter((s) => s.traceId === traceId).length >= 2);
+      const mine = all.filter((s) => s.traceId === traceId);
+      const server = mine.find((s) => s.kind === KIND.SERVER)!;
+      expect(mine.filter((s) => s.name === "ratelimit.redis").map((s) => s.parentSpanId)).toEqual([
+        server.spanId,
+      ]);
+    } finally {
+      await cors.close();
+    }
+  });
+
   it("a cached token makes no introspection span", async () => {
     const token = await auth.issueToken("read");
     await traced("6bf92f3577b34da6a3ce929d0e0e4736", token, 4);

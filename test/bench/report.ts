@@ -118,19 +118,33 @@ export function ratioTable(rows: readonly Row[], baseId: string): string {
 }
 
 /**
+ * `altId`'s figure over `baseId`'s, round by round (the cells of a round ran back to back).
+ * @returns one ratio per round both rows measured; empty when either row is missing
+ */
+export function pairedRatios(
+  rows: readonly Row[],
+  baseId: string,
+  altId: string,
+  pick: (x: Sample) => number,
+): number[] {
+  const base = rows.find((r) => r.id === baseId);
+  const alt = rows.find((r) => r.id === altId);
+  if (base === undefined || alt === undefined) return [];
+  const n = Math.min(base.samples.length, alt.samples.length);
+  return Array.from({ length: n }, (_, i) => pick(alt.samples[i]!) / pick(base.samples[i]!));
+}
+
+/**
  * Paired A/B of `altId` against `baseId` (BENCH_ALT_MAIN): ratios taken round by round, since the
  * two cells ran back to back, so a machine whose speed drifts between minutes (seen here: the bare
  * proxy from 6k to 9.6k req/s within one run) still gives a usable comparison.
  * @returns "" unless both rows have samples
  */
 export function pairedTable(rows: readonly Row[], baseId: string, altId: string): string {
-  const base = rows.find((r) => r.id === baseId);
-  const alt = rows.find((r) => r.id === altId);
-  if (base === undefined || alt === undefined) return "";
-  const n = Math.min(base.samples.length, alt.samples.length);
+  const n = pairedRatios(rows, baseId, altId, (x) => x.rps).length;
   if (n === 0) return "";
   const ratios = (pick: (x: Sample) => number): string => {
-    const v = Array.from({ length: n }, (_, i) => pick(alt.samples[i]!) / pick(base.samples[i]!));
+    const v = pairedRatios(rows, baseId, altId, pick);
     return `${fmt(median(v), 3)} (${fmt(Math.min(...v), 2)}–${fmt(Math.max(...v), 2)}; ${v.filter((x) => x > 1).length}/${n} rounds above 1)`;
   };
   return [

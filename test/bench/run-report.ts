@@ -4,7 +4,17 @@
  */
 import { isPinned } from "./procs.js";
 import { hasNginx } from "./nginx-upstream.js";
-import { countersTable, fmt, mainTable, med, median, pairedTable, ratioTable, type Row } from "./report.js";
+import {
+  countersTable,
+  fmt,
+  mainTable,
+  med,
+  median,
+  pairedRatios,
+  pairedTable,
+  ratioTable,
+  type Row,
+} from "./report.js";
 import { machine } from "./targets.js";
 
 /** The run's settings and the sections measured outside the main rounds. */
@@ -82,11 +92,7 @@ function rps(rows: readonly Row[], id: string): number {
 
 /** Median over rounds of `alt`'s req/s over `base`'s in the same round (paired), NaN if missing. */
 function paired(rows: readonly Row[], base: string, alt: string): number {
-  const b = rows.find((r) => r.id === base);
-  const a = rows.find((r) => r.id === alt);
-  if (b === undefined || a === undefined) return NaN;
-  const n = Math.min(b.samples.length, a.samples.length);
-  return median(Array.from({ length: n }, (_, i) => a.samples[i]!.rps / b.samples[i]!.rps));
+  return median(pairedRatios(rows, base, alt, (s) => s.rps));
 }
 
 /** One line per issue target read from this run (issues 14 and 17). */

@@ -88,6 +88,21 @@ describe("child spans", () => {
     expect(JSON.stringify(spans.map((s) => [s.name, s.attributes]))).not.toContain(token);
   });
 
+  it("a refused cold token records the budget read, the introspection, then the anonymous count", async () => {
+    const traceId = "cbf92f3577b34da6a3ce929d0e0e4736";
+    const r = await request(`${gw.url}/v1/items`, {
+      headers: {
+        authorization: "Bearer never-issued-token",
+        traceparent: `00-${traceId}-00f067aa0ba902b7-01`,
+      },
+    });
+    expect(r.status).toBe(401);
+    const all = await rx.waitFor((x) => x.filter((s) => s.traceId === traceId).length >= 4);
+    const mine = all.filter((s) => s.traceId === traceId && s.kind !== KIND.SERVER);
+    const order = mine.sort((x, y) => (x.startNs < y.startNs ? -1 : 1)).map((s) => s.name);
+    expect(order).toEqual(["ratelimit.redis", "auth.introspection", "ratelimit.redis"]);
+  });
+
   it("GET /rate_limit records one Redis read per class of the caller's plan", async () => {
     const token = await auth.issueToken("read");
     await traced("8bf92f3577b34da6a3ce929d0e0e4736", token, 5);

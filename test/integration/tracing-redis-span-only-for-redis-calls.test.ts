@@ -113,3 +113,36 @@ describe("ratelimit.redis", () => {
     expect(await localRejections()).toBe(2);
   });
 });
+
+describe("ratelimit.redis of a Redis that does not answer", () => {
+  it("is an error span (LimitStoreError) under the request's SERVER span", async () => {
+    const hung = await RedisServer.start();
+    const gw = await startGateway(
+      testConfig(upstream.url, {
+        rate_limits: {
+          store: { redis: { url: hung.url, key_prefix: "tracing-hung", command_timeout_ms: 200 } },
+          classes: { read: { windows: [{ limit: 100, window_s: 3600 }] } },
+        },
+        tracing: { endpoint: rx.endpoint, sample_ratio: 1 },
+      }),
+    );
+    try {
+      expect(
+        (await request(`${gw.url}/v1/warm`, { headers: { authorization: "Bearer valid-token" } })).status,
+      ).toBe(200);
+      hung.pause();
+      const traceId = "dbf92f3577b34da6a3ce929d0e0e4736";
+      await request(`${gw.url}/v1/hung`, {
+        headers: { authorization: "Bearer valid-token", traceparent: `00-${traceId}-00f067aa0ba902b7-01` },
+      });
+      const spans = await spansOf(traceId);
+      const server = spans.find((s) => s.kind === KIND.SERVER)!;
+      const redisSpan = spans.find((s) => s.name === "ratelimit.redis");
+      expect(redisSpan).toMatchObject({ parentSpanId: server.spanId, statusCode: STATUS.ERROR });
+      expect(redisSpan!.attributes["error.type"]).toBe("LimitStoreError");
+    } finally {
+      await gw.close();
+      await hung.destroy();
+    }
+  });
+});

@@ -4,29 +4,21 @@
  * written into a temporary config, since a child bound to port 0 cannot be discovered from outside.
  */
 import { spawn, type ChildProcess } from "node:child_process";
-import { once } from "node:events";
 import { mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, writeFileSync } from "node:fs";
-import net, { type AddressInfo } from "node:net";
+import net from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { stringify } from "yaml";
+import { freePort } from "./redis-server.js";
 
 /** Repository root (the child's working directory). */
 export const REPO_ROOT = fileURLToPath(new URL("../../", import.meta.url));
 
-/** Reserves `n` distinct free TCP ports on 127.0.0.1 (bound together, then released). */
+/** `n` distinct free TCP ports on 127.0.0.1, from the test process's own range (see `freePort`). */
 export async function freePorts(n: number): Promise<number[]> {
-  const servers = await Promise.all(
-    Array.from({ length: n }, async () => {
-      const s = net.createServer();
-      s.listen(0, "127.0.0.1");
-      await once(s, "listening");
-      return s;
-    }),
-  );
-  const ports = servers.map((s) => (s.address() as AddressInfo).port);
-  await Promise.all(servers.map((s) => new Promise((r) => s.close(r))));
+  const ports: number[] = [];
+  for (let i = 0; i < n; i++) ports.push(await freePort());
   return ports;
 }
 

@@ -8,9 +8,9 @@
  * expired) are crafted with jose ({@link signJwt}).
  */
 import http from "node:http";
-import type { AddressInfo } from "node:net";
 import { exportJWK, generateKeyPair, SignJWT, type CryptoKey, type JWK, type JWTPayload } from "jose";
 import { GATEWAY_CLIENT_ID, GATEWAY_CLIENT_SECRET, Provider, providerConfiguration } from "./oidc.js";
+import { freePort } from "./redis-server.js";
 
 /** The resource (RFC 8707) the test IdP issues JWTs for: the `aud` the gateway expects. */
 export const AUDIENCE = "https://api.example.test";
@@ -124,8 +124,9 @@ export async function startJwtIdp(keys: readonly SigningKey[], tokenTtlS = 600):
     if (req.url === "/token/introspection") introspections += 1;
     handle(req, res);
   });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const port = (server.address() as AddressInfo).port;
+  // A port of the test range (not an ephemeral one): `start()` after `stop()` binds it again.
+  const port = await freePort();
+  await new Promise<void>((resolve) => server.listen(port, "127.0.0.1", resolve));
   const issuer = `http://127.0.0.1:${port}`;
   const provide = (ks: readonly SigningKey[]): void => {
     handle = new Provider(issuer, jwtProviderConfiguration(ks, tokenTtlS)).callback();

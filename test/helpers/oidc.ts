@@ -6,9 +6,9 @@
  * `sub`), which its introspection response then includes (RFC 7662 §2.2 extension members).
  */
 import http from "node:http";
-import type { AddressInfo } from "node:net";
 // @ts-expect-error -- oidc-provider ships no types; the part used here is typed just below.
 import UntypedProvider from "oidc-provider";
+import { freePort } from "./redis-server.js";
 
 /** The slice of oidc-provider 9's `Provider` the test servers use. */
 export const Provider = UntypedProvider as new (
@@ -103,8 +103,9 @@ export async function startAuthServer(options: AuthServerOptions = {}): Promise<
     if (introspectionDelayMs === 0) return handle(req, res);
     setTimeout(() => handle(req, res), introspectionDelayMs);
   });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const port = (server.address() as AddressInfo).port;
+  // A port of the test range (not an ephemeral one): `start()` after `stop()` binds it again.
+  const port = await freePort();
+  await new Promise<void>((resolve) => server.listen(port, "127.0.0.1", resolve));
   const issuer = `http://127.0.0.1:${port}`;
   const provider = new Provider(issuer, providerConfiguration(GATEWAY_CLIENT_SECRET, tokenTtlS));
   handle = provider.callback();

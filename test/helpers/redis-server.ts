@@ -16,20 +16,32 @@ process.on("exit", () => {
   for (const p of live) p.kill("SIGKILL");
 });
 
-/** Resolves with a port nothing listens on (and, with `busOffset`, port + offset free too). */
+/** First port of the test ranges: below Linux's ephemeral range (32768-60999 by default). */
+const RANGE_START = 10_000;
+/** Ports per test process; eight processes' ranges, and their +10000 bus ports, stay below 32768. */
+const RANGE_SIZE = 1_200;
+/** This process's range: vitest's pool id (1, 2, ...) keeps parallel test files apart. */
+const rangeBase = RANGE_START + ((Number(process.env.VITEST_POOL_ID ?? process.pid) - 1) % 8) * RANGE_SIZE;
+let nextOffset = Math.floor(Math.random() * RANGE_SIZE);
+
+/**
+ * Resolves with a port nothing listens on (and, with `busOffset` ≤ 10000, port + offset free too).
+ * Ports come from a range below the kernel's ephemeral ports, one range per vitest worker, handed
+ * out in turn: a port listen(0) picked and released could be taken by a parallel test's server or
+ * an outgoing connection's source port before it is used, and a stopped redis-server's port could
+ * be taken before it starts again on it.
+ */
 export async function freePort(busOffset = 0): Promise<number> {
-  for (;;) {
-    const port = await listenOnce(0);
-    if (busOffset === 0) return port;
-    if (
-      port + busOffset < 65536 &&
-      (await listenOnce(port + busOffset).then(
+  for (let tries = 0; tries < RANGE_SIZE; tries++) {
+    const port = rangeBase + (nextOffset++ % RANGE_SIZE);
+    const free = (p: number) =>
+      listenOnce(p).then(
         () => true,
         () => false,
-      ))
-    )
-      return port;
+      );
+    if ((await free(port)) && (busOffset === 0 || (await free(port + busOffset)))) return port;
   }
+  throw new Error(`no free port in ${rangeBase}-${rangeBase + RANGE_SIZE - 1}`);
 }
 
 function listenOnce(port: number): Promise<number> {

@@ -6,8 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startGateway, testConfig, type TestGateway } from "../helpers/gateway.js";
-import { closeServer, listen, request } from "../helpers/http.js";
-import { freePort } from "../helpers/redis-server.js";
+import { REFUSED_PORT, closeServer, listen, request } from "../helpers/http.js";
 
 let upstream: Awaited<ReturnType<typeof listen>>;
 let gw: TestGateway;
@@ -16,7 +15,7 @@ const AUTH = { authorization: "Bearer valid-token" };
 beforeAll(async () => {
   upstream = await listen((_req, res) => res.end("ok"));
   // Nothing listens on this port: every limiter call fails and the gateway fails open.
-  const deadRedis = `redis://127.0.0.1:${await freePort()}`;
+  const deadRedis = `redis://127.0.0.1:${REFUSED_PORT}`;
   gw = await startGateway(
     testConfig(upstream.url, {
       headers: { ietf: true },

@@ -10,9 +10,8 @@ import http, { type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startGateway, testConfig } from "../helpers/gateway.js";
-import { agent, closeServer, listen, request } from "../helpers/http.js";
+import { REFUSED_PORT, agent, closeServer, listen, request } from "../helpers/http.js";
 import { parsePrometheusText } from "../helpers/prom.js";
-import { freePort } from "../helpers/redis-server.js";
 
 const REQUESTS = 1000;
 const CONCURRENCY = 50;
@@ -80,7 +79,7 @@ async function load(endpoint: string): Promise<{ statuses: Map<number, number>; 
 
 describe("a collector that is down", () => {
   it("refusing connections: every request answered, every span counted as dropped", async () => {
-    const { statuses, counts } = await load(`http://127.0.0.1:${await freePort()}/v1/traces`);
+    const { statuses, counts } = await load(`http://127.0.0.1:${REFUSED_PORT}/v1/traces`);
     expect(statuses).toEqual(new Map([[200, REQUESTS]]));
     expect(counts.exported).toBe(0);
     expect(counts.queueFull + counts.exportFailed).toBe(REQUESTS * SPANS_PER_REQUEST);

@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import WebSocket, { WebSocketServer } from "ws";
 import { captureLog } from "../helpers/access-lines.js";
 import { startGateway, testConfig, type TestGateway } from "../helpers/gateway.js";
-import { closeServer, listen, request } from "../helpers/http.js";
+import { REFUSED_PORT, closeServer, listen, request } from "../helpers/http.js";
 import {
   KIND,
   STATUS,
@@ -20,7 +20,6 @@ import {
   type OtlpReceiver,
   type ReceivedSpan,
 } from "../helpers/otlp-receiver.js";
-import { freePort } from "../helpers/redis-server.js";
 
 const CLIENT_TRACE = "4bf92f3577b34da6a3ce929d0e0e4736";
 const CLIENT_SPAN = "00f067aa0ba902b7";
@@ -61,13 +60,12 @@ beforeAll(async () => {
     seen.set(req.url!, req.headers);
     ws.on("message", (m) => ws.send(`echo:${m.toString()}`));
   });
-  const deadPort = await freePort();
   gw = await startGateway(
     testConfig(upstream.url, {
       upstreams: {
         docs: { url: upstream.url, timeout_ms: 2000 },
         ws: { url: `http://127.0.0.1:${(wss.address() as { port: number }).port}` },
-        dead: { url: `http://127.0.0.1:${deadPort}`, connect_timeout_ms: 1000 },
+        dead: { url: `http://127.0.0.1:${REFUSED_PORT}`, connect_timeout_ms: 1000 },
       },
       routes: [
         { prefix: "/v1", upstream: "docs" },

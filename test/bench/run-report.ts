@@ -56,6 +56,8 @@ export function report(rows: Row[], extra: Row[], ctx: ReportContext): string {
     pairedTable(rows, "d", "d*"),
     pairedTable(rows, "c", "c*"),
     pairedTable(rows, "d", "dj"),
+    pairedTable(rows, "dl", "dj"),
+    pairedTable(rows, "d", "dl"),
     "",
     ...tracingSection(rows, ctx.tracingNotes),
     "Per request (warm cells; expected: 1 EVALSHA, 0 token-source and introspection calls):",
@@ -102,6 +104,11 @@ function targetLines(rows: readonly Row[], extra: readonly Row[]): string[] {
     ["gateway on Redis (d) ≥ 1.3× the Fastify peer (fy)", rps(rows, "d") / rps(rows, "fy"), 1.3],
     ["gateway, memory store (c) ≥ 1.3× bare http-proxy 1.18 (h)", rps(rows, "c") / rps(rows, "h"), 1.3],
     ["warm JWT within 3 % of the warm token cache (dj/d, paired)", paired(rows, "d", "dj"), 0.97],
+    [
+      "warm JWT within 3 % of a warm opaque token of the same length (dj/dl, paired)",
+      paired(rows, "dl", "dj"),
+      0.97,
+    ],
     ["tracing at sample_ratio 0.01 within 3 % of tracing off (t1/d, paired)", paired(rows, "d", "t1"), 0.97],
     ["cold JWTs ≥ 5× cold introspection (cold-jwt/cold)", rps(extra, "cold-jwt") / rps(extra, "cold"), 5],
   ];

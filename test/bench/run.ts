@@ -13,6 +13,8 @@
  *   w2  the gateway, Redis store, `workers: 2` on the same pinned core as d: what the primary (the
  *       line relay, node:cluster's connection hand-off) costs per request; CPU is the process tree's
  *   dj  the gateway, Redis, a warm JWT access token (auth.jwt beside introspection), paired with d
+ *   dl  d with a warm opaque token as long as dj's JWT: what the token's length alone costs, so dj/dl
+ *       is the JWT path's own cost
  *   t1  d with tracing, sample_ratio 0.01      t100  d with tracing, sample_ratio 1.0
  *       (spans to an OTLP/HTTP collector stand-in on the load core; paired per round with d)
  *
@@ -47,6 +49,7 @@ import {
   startUpstream,
   writeChurnTokens,
   writeWarmTokens,
+  longOpaqueToken,
   PRO_READ_LIMIT,
   type BenchAuthServer,
   type BenchRedis,
@@ -74,6 +77,8 @@ const WARMUP_S = 4;
 /** Warm-up before each measured run of a cell (s). */
 const ROUND_WARMUP_S = 2;
 const TOKEN = "bench-warm-token";
+/** Length of oidc-provider's RS256 access-token JWTs here (chars): cell dl's token when the IdP is down. */
+const JWT_LENGTH = 648;
 const PATH = "/v1/user";
 /** Calls per second the over-limit cell (g) admits; wrk offers about 20 times that. */
 const OVER_LIMIT_RPS = 500;
@@ -220,7 +225,6 @@ async function main(): Promise<number> {
     );
     const upstream = keep(hasNginx ? await startNginxUpstream(dir) : await startUpstream());
     const redis = keep(await startRedis(dir));
-    const warmTokens = writeWarmTokens(dir, TOKEN);
     const script = staticTokenScript(dir, TOKEN);
     const bareH = keep(await startBareProxy(upstream.url, "http-proxy"));
     const bare = keep(await startBareProxy(upstream.url, "http-proxy-3"));
@@ -229,7 +233,7 @@ async function main(): Promise<number> {
     const undiciStream = keep(await startUndiciProxy(upstream.url, "stream"));
     // The IdP issues the cold runs' tokens and the warm JWT cell's token up front.
     let auth: BenchAuthServer | string = "not selected";
-    if (only === undefined || only.includes("dj")) {
+    if (only === undefined || only.includes("dj") || only.includes("dl")) {
       console.log(
         `identity provider: issuing ${COLD_TOKENS} opaque tokens and ${COLD_TOKENS} JWTs (RS256) with oidc-provider…`,
       );
@@ -239,6 +243,9 @@ async function main(): Promise<number> {
         auth = (err as Error).message.slice(0, 200);
       }
     }
+    // dl: an opaque token as long as the IdP's JWT (its length when the IdP is up), in the tokens file.
+    const longToken = longOpaqueToken(typeof auth === "string" ? JWT_LENGTH : auth.warmJwt.length);
+    const warmTokens = writeWarmTokens(dir, TOKEN, longToken);
     const sink = keep(await startCollectorSink());
     const traced = (sampleRatio: number, keyPrefix: string): GatewayVariant => ({
       tokensFile: warmTokens,
@@ -417,6 +424,26 @@ async function main(): Promise<number> {
         cell.redis = redis;
         cell.token = auth.warmJwt;
         cell.script = staticTokenScript(dir, auth.warmJwt, "warm-jwt");
+      }
+      cells.push(cell);
+    }
+    {
+      const label = `gateway, Redis store, warm opaque token of the JWT's length (${longToken.length} chars)`;
+      const d = gw.d;
+      const cell: Cell = {
+        id: "dl",
+        label,
+        target: null,
+        row: row("dl", label),
+        check: gatewayCheck(false, "read"),
+      };
+      if (typeof d === "string") cell.row.pending = d;
+      else {
+        cell.target = d;
+        cell.gateway = d;
+        cell.redis = redis;
+        cell.token = longToken;
+        cell.script = staticTokenScript(dir, longToken, "warm-long");
       }
       cells.push(cell);
     }

@@ -430,11 +430,34 @@ export function writeChurnTokens(dir: string, n: number): { tokensFile: string; 
   return { tokensFile, listFile };
 }
 
-/** Writes the warm-run static file with one token. */
-export function writeWarmTokens(dir: string, token: string): string {
+/**
+ * Writes the warm-run static file: `token`, and `longToken` (another identity) when given, the
+ * opaque token as long as a JWT that cell dl pairs with dj.
+ */
+export function writeWarmTokens(dir: string, token: string, longToken?: string): string {
   const file = path.join(dir, "warm-tokens.yaml");
-  writeFileSync(file, `${token}: { sub: bench-user, client_id: bench, scope: read }\n`);
+  let text = `${token}: { sub: bench-user, client_id: bench, scope: read }\n`;
+  if (longToken !== undefined)
+    text += `${longToken}: { sub: bench-user-long, client_id: bench, scope: read }\n`;
+  writeFileSync(file, text);
   return file;
+}
+
+/**
+ * An opaque token of `length` base64url characters (the alphabet of a JWT's), deterministic: the
+ * same bytes in every run.
+ */
+export function longOpaqueToken(length: number): string {
+  const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+  let x = 0x2545f491;
+  let out = "";
+  for (let i = 0; i < length; i++) {
+    x ^= x << 13;
+    x ^= x >>> 17;
+    x ^= x << 5;
+    out += alphabet[(x >>> 0) % 64];
+  }
+  return out;
 }
 
 /** Short description of the machine for the report. */

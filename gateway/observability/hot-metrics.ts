@@ -1,35 +1,47 @@
 /**
- * Pre-bound label children for the metrics touched on every request. prom-client's
- * `inc({ labels })` hashes the label object on each call; a child bound once per label set
- * costs a Map lookup. Label sets are bounded (config names × fixed enumerations × status codes).
+ * The request path's metric updates, on children looked up once per label set and kept in nested
+ * maps (no key string built per request). Label sets are bounded (config names × fixed
+ * enumerations × status codes).
  */
-import type { Counter, Histogram } from "prom-client";
+import type { HotCount, HotDistribution } from "./hot-families.js";
 import type { AuthResult, DecisionOutcome, GatewayMetrics } from "./metrics.js";
 
 interface RequestChildren {
-  count: Counter.Internal;
-  duration: Histogram.Internal<"route" | "class">;
+  count: HotCount;
+  duration: HotDistribution;
+}
+
+/** `outer.get(key)`, created empty on first use. */
+function inner<K, K2, V>(outer: Map<K, Map<K2, V>>, key: K): Map<K2, V> {
+  let v = outer.get(key);
+  if (v === undefined) {
+    v = new Map();
+    outer.set(key, v);
+  }
+  return v;
 }
 
 /** The hot-path view of {@link GatewayMetrics}. */
 export class HotMetrics {
-  private readonly requests = new Map<string, RequestChildren>();
-  private readonly decisions = new Map<string, Counter.Internal>();
-  private readonly auth = new Map<AuthResult, Counter.Internal>();
-  private readonly upstreams = new Map<string, Histogram.Internal<"upstream">>();
+  /** route → class → status code. */
+  private readonly requests = new Map<string, Map<string, Map<number, RequestChildren>>>();
+  /** class → plan → outcome. */
+  private readonly decisions = new Map<string, Map<string, Map<DecisionOutcome, HotCount>>>();
+  private readonly auth = new Map<AuthResult, HotCount>();
+  private readonly upstreams = new Map<string, HotDistribution>();
 
   constructor(private readonly m: GatewayMetrics) {}
 
   /** One finished request. @param seconds - duration (s) */
   request(route: string, cls: string, status: number, seconds: number): void {
-    const key = `${route}\n${cls}\n${status}`;
-    let c = this.requests.get(key);
+    const byStatus = inner(inner(this.requests, route), cls);
+    let c = byStatus.get(status);
     if (c === undefined) {
       c = {
         count: this.m.requests.labels({ route, class: cls, code: status }),
         duration: this.m.requestDuration.labels({ route, class: cls }),
       };
-      this.requests.set(key, c);
+      byStatus.set(status, c);
     }
     c.count.inc();
     c.duration.observe(seconds);
@@ -40,11 +52,11 @@ export class HotMetrics {
    * @param plan - a configured plan's name, or `none`
    */
   decision(cls: string, plan: string, outcome: DecisionOutcome): void {
-    const key = `${cls}\n${plan}\n${outcome}`;
-    let c = this.decisions.get(key);
+    const byOutcome = inner(inner(this.decisions, cls), plan);
+    let c = byOutcome.get(outcome);
     if (c === undefined) {
       c = this.m.ratelimitDecisions.labels({ class: cls, plan, outcome });
-      this.decisions.set(key, c);
+      byOutcome.set(outcome, c);
     }
     c.inc();
   }

@@ -1,10 +1,12 @@
 /**
  * Every metric the gateway exports (SPEC §8), defined in this one file on a registry passed in
- * (no global registry, so tests can run many gateways in one process). Names follow Prometheus
+ * (no global registry, so tests can run many gateways in one process); the families updated on
+ * every request are {@link HotCounter}s and {@link HotHistogram}s (plain numbers, same exposition). Names follow Prometheus
  * conventions: `gateway_` prefix, base units (`_seconds`), `_total` on counters. Label values come
  * from configuration names and fixed enumerations only, never from raw paths or tokens.
  */
 import { Counter, Gauge, Histogram, collectDefaultMetrics, type Registry } from "prom-client";
+import { HotCounter, HotHistogram } from "./hot-families.js";
 
 /** Latency buckets (s): sub-millisecond to the default upstream timeout. */
 const LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
@@ -53,16 +55,16 @@ const CONFIG_RELOADS = {
 
 /** The gateway's metric families. */
 export interface GatewayMetrics {
-  requests: Counter<"route" | "class" | "code">;
-  requestDuration: Histogram<"route" | "class">;
-  upstreamDuration: Histogram<"upstream">;
-  ratelimitDecisions: Counter<"class" | "plan" | "outcome">;
+  requests: HotCounter<"route" | "class" | "code">;
+  requestDuration: HotHistogram<"route" | "class">;
+  upstreamDuration: HotHistogram<"upstream">;
+  ratelimitDecisions: HotCounter<"class" | "plan" | "outcome">;
   planClaimUnknown: Counter;
   storeErrors: Counter<"store">;
-  storeDuration: Histogram<"store">;
+  storeDuration: HotHistogram<"store">;
   storeDegraded: Gauge;
   localRejections: Counter<"class">;
-  authResults: Counter<"result">;
+  authResults: HotCounter<"result">;
   introspectionRequests: Counter<"result">;
   introspectionDuration: Histogram;
   tokenCacheLookups: Counter<"result">;
@@ -71,6 +73,11 @@ export interface GatewayMetrics {
   upstreamErrors: Counter<"upstream" | "reason">;
   configReloads: Counter<"result">;
   buildInfo: Gauge<"version" | "node_version">;
+  /**
+   * Requests in flight now: raised by the transport at accept, lowered by the finish observer, a
+   * plain number that `gateway_inflight_requests` reads when collected.
+   */
+  inflightNow: { value: number };
   inflight: Gauge;
   tracingSpansExported: Counter;
   tracingSpansDropped: Counter<"reason">;
@@ -84,28 +91,29 @@ export interface GatewayMetrics {
 export function createMetrics(registry: Registry, version: string): GatewayMetrics {
   const registers = [registry];
   collectDefaultMetrics({ register: registry });
+  const inflightNow = { value: 0 };
   const m: GatewayMetrics = {
-    requests: new Counter({
+    requests: new HotCounter({
       name: "gateway_requests_total",
       help: "Requests answered on the API listener, by route prefix, limit class and HTTP status code.",
       labelNames: ["route", "class", "code"],
       registers,
     }),
-    requestDuration: new Histogram({
+    requestDuration: new HotHistogram({
       name: "gateway_request_duration_seconds",
       help: "Time from request start to response finish on the API listener.",
       labelNames: ["route", "class"],
       buckets: LATENCY_BUCKETS,
       registers,
     }),
-    upstreamDuration: new Histogram({
+    upstreamDuration: new HotHistogram({
       name: "gateway_upstream_duration_seconds",
       help: "Time from sending the request upstream to the upstream's response headers.",
       labelNames: ["upstream"],
       buckets: LATENCY_BUCKETS,
       registers,
     }),
-    ratelimitDecisions: new Counter({
+    ratelimitDecisions: new HotCounter({
       name: "gateway_ratelimit_decisions_total",
       help: "Rate-limit decisions by class, plan (a configured plan or none) and outcome (allowed, limited, shadow_limited, degraded).",
       labelNames: ["class", "plan", "outcome"],
@@ -122,7 +130,7 @@ export function createMetrics(registry: Registry, version: string): GatewayMetri
       labelNames: ["store"],
       registers,
     }),
-    storeDuration: new Histogram({
+    storeDuration: new HotHistogram({
       name: "gateway_ratelimit_store_duration_seconds",
       help: "Duration of limit-store calls.",
       labelNames: ["store"],
@@ -140,7 +148,7 @@ export function createMetrics(registry: Registry, version: string): GatewayMetri
       labelNames: ["class"],
       registers,
     }),
-    authResults: new Counter({
+    authResults: new HotCounter({
       name: "gateway_auth_results_total",
       help: "Authentication results (valid, missing, malformed, invalid, insufficient_scope, unavailable, limited).",
       labelNames: ["result"],
@@ -189,10 +197,14 @@ export function createMetrics(registry: Registry, version: string): GatewayMetri
       labelNames: ["version", "node_version"],
       registers,
     }),
+    inflightNow,
     inflight: new Gauge({
       name: "gateway_inflight_requests",
       help: "Requests in flight on the API listener.",
       registers,
+      collect() {
+        this.set(inflightNow.value);
+      },
     }),
     tracingSpansExported: new Counter({
       name: "gateway_tracing_spans_exported_total",

@@ -14,7 +14,7 @@ export class RequestMetrics implements FinishObserver {
   ) {}
 
   onFinish(scope: RequestScope, status: number, durationMs: number): void {
-    this.metrics.inflight.dec();
+    this.metrics.inflightNow.value--;
     this.hot.request(scope.route?.prefix ?? "none", scope.className || "none", status, durationMs / 1000);
   }
 }

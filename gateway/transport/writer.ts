@@ -97,7 +97,7 @@ export abstract class Writer<Res extends ResponseTarget> implements UpstreamSink
       this.d.runtime(),
       this.d.observers,
     );
-    this.d.metrics.inflight.inc();
+    this.d.metrics.inflightNow.value++;
     return scope;
   }
 

@@ -98,7 +98,7 @@ describe("the group's /metrics", () => {
     workers[1]!.m.requests.inc({ route: "/v1", class: "read", code: 200 }, 4);
     workers[0]!.m.requestDuration.observe({ route: "/v1", class: "read" }, 0.002);
     workers[1]!.m.requestDuration.observe({ route: "/v1", class: "read" }, 0.2);
-    workers[1]!.m.inflight.set(2);
+    workers[1]!.m.inflightNow.value = 2;
     const primary = new Registry();
     createPrimaryMetrics(primary).configReloads.inc({ result: "success" });
     const json = async (r: Registry) => (await r.getMetricsAsJSON()) as unknown as MetricJson[];

@@ -1,7 +1,8 @@
 /**
  * Every metric the gateway exports (SPEC §8), defined in this one file on a registry passed in
  * (no global registry, so tests can run many gateways in one process); the families updated on
- * every request are {@link HotCounter}s and {@link HotHistogram}s (plain numbers, same exposition). Names follow Prometheus
+ * every request (or every rejected or cached call) are {@link HotCounter}s and {@link HotHistogram}s
+ * (plain numbers, same exposition). Names follow Prometheus
  * conventions: `gateway_` prefix, base units (`_seconds`), `_total` on counters. Label values come
  * from configuration names and fixed enumerations only, never from raw paths or tokens.
  */
@@ -63,13 +64,13 @@ export interface GatewayMetrics {
   storeErrors: Counter<"store">;
   storeDuration: HotHistogram<"store">;
   storeDegraded: Gauge;
-  localRejections: Counter<"class">;
+  localRejections: HotCounter<"class">;
   authResults: HotCounter<"result">;
   introspectionRequests: Counter<"result">;
   introspectionDuration: Histogram;
-  tokenCacheLookups: Counter<"result">;
+  tokenCacheLookups: HotCounter<"result">;
   jwksFetches: Counter<"result">;
-  jwtValidations: Counter<"result">;
+  jwtValidations: HotCounter<"result">;
   upstreamErrors: Counter<"upstream" | "reason">;
   configReloads: Counter<"result">;
   buildInfo: Gauge<"version" | "node_version">;
@@ -142,7 +143,7 @@ export function createMetrics(registry: Registry, version: string): GatewayMetri
       help: "1 while the shared limit store is failing and decisions come from the local fallback.",
       registers,
     }),
-    localRejections: new Counter({
+    localRejections: new HotCounter({
       name: "gateway_ratelimit_local_rejections_total",
       help: "Calls answered 429 from this process's cache of the store's rejections, without a store call.",
       labelNames: ["class"],
@@ -166,7 +167,7 @@ export function createMetrics(registry: Registry, version: string): GatewayMetri
       buckets: FAST_BUCKETS,
       registers,
     }),
-    tokenCacheLookups: new Counter({
+    tokenCacheLookups: new HotCounter({
       name: "gateway_token_cache_lookups_total",
       help: "Token cache lookups (hit, miss, negative, stale).",
       labelNames: ["result"],
@@ -178,7 +179,7 @@ export function createMetrics(registry: Registry, version: string): GatewayMetri
       labelNames: ["result"],
       registers,
     }),
-    jwtValidations: new Counter({
+    jwtValidations: new HotCounter({
       name: "gateway_jwt_validations_total",
       help: "Local JWT access-token validations by result (valid, malformed, algorithm, bad_signature, expired, claims, unknown_key, unavailable).",
       labelNames: ["result"],

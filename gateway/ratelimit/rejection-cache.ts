@@ -40,7 +40,7 @@
  * at most.
  */
 import { LRUCache } from "lru-cache";
-import type { Counter } from "prom-client";
+import type { HotCount } from "../observability/hot-families.js";
 import type { GatewayMetrics } from "../observability/metrics.js";
 import type { RequestTrace } from "../observability/tracing/request-trace.js";
 import type { Decision, Limiter, LimitPolicy } from "./limiter.js";
@@ -85,7 +85,7 @@ export class RejectionCache implements Limiter {
   /** By class name and identity key (`read\nsub:alice`): what the store's keys are made of. */
   private readonly entries: LRUCache<string, Exhausted>;
   /** Pre-bound metric children by class name. */
-  private readonly counters = new Map<string, Counter.Internal>();
+  private readonly counters = new Map<string, HotCount>();
 
   constructor(o: RejectionCacheOptions) {
     this.inner = o.inner;

@@ -4,8 +4,9 @@
  *
  *   node --import tsx test/bench/instructions.ts [variants] [requests]
  *
- * variants: comma list of `off` (no tracing) or a `sample_ratio` (tracing to a collector stand-in),
- * default `off,0,0.01,1`; requests: measured requests per variant (4000). Each variant is a gateway
+ * variants: comma list of `off` (no tracing), a `sample_ratio` (tracing to a collector stand-in),
+ * `jwt` (a warm RS256 JWT access token from oidc-provider, `auth.jwt` beside the static file) or
+ * `long` (a static opaque token as long as that JWT), default `off,0,0.01,1`; requests: measured requests per variant (4000). Each variant is a gateway
  * from dist/ (memory store, one static token) under callgrind with `--instr-atstart=no` and
  * `node --single-threaded` (compilation and GC on the counted thread): the same number of requests
  * warms it up, then instrumentation is switched on for the measured requests (16 keep-alive
@@ -18,11 +19,13 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { stringify } from "yaml";
 import { freePorts } from "../helpers/child-gateway.js";
+import { AUDIENCE, signingKey, startJwtIdp } from "../helpers/jwt-idp.js";
 import { agent, request } from "../helpers/http.js";
 import { waitForPort, type Child } from "./procs.js";
 import {
   GATEWAY_MAIN,
   gatewayConfig,
+  longOpaqueToken,
   startCollectorSink,
   startUpstream,
   writeWarmTokens,
@@ -34,14 +37,14 @@ const TOKEN = "bench-warm-token";
 const COMPILER = /compiler::|Compiler|Maglev|maglev|Deoptimiz/;
 const GC = /Heap::|Scavenger|MarkCompact|Sweeper|Evacuat|GCTracer|heap::|MemoryAllocator|Marking/;
 
-async function load(url: string, n: number): Promise<void> {
+async function load(url: string, n: number, token: string): Promise<void> {
   const keepAlive = agent();
   let next = 0;
   const client = async (): Promise<void> => {
     while (next < n) {
       next++;
       const r = await request(`${url}/v1/user`, {
-        headers: { authorization: `Bearer ${TOKEN}` },
+        headers: { authorization: `Bearer ${token}` },
         agent: keepAlive,
       });
       if (r.status !== 200) throw new Error(`answered ${r.status}`);
@@ -74,16 +77,27 @@ function split(file: string): { compiler: number; gc: number; other: number } {
 const dir = mkdtempSync(path.join(tmpdir(), "gateway-instructions-"));
 const upstream = await startUpstream();
 const sink = await startCollectorSink();
+// The JWT variants' identity provider, and an opaque token as long as its JWT.
+const idp = VARIANTS.some((v) => v === "jwt" || v === "long")
+  ? await startJwtIdp([await signingKey("bench-rs256", "RS256")])
+  : undefined;
+const jwt = idp === undefined ? "" : await idp.issueJwt("read");
+const longToken = longOpaqueToken(jwt.length);
 try {
-  const tokensFile = writeWarmTokens(dir, TOKEN);
+  const tokensFile = writeWarmTokens(dir, TOKEN, longToken);
   for (const variant of VARIANTS) {
     const [apiPort, adminPort] = (await freePorts(2)) as [number, number];
-    const tracing =
-      variant === "off" ? {} : { tracing: { endpoint: sink.endpoint, sampleRatio: Number(variant) } };
+    const extra =
+      variant === "jwt"
+        ? { jwt: { issuer: idp!.issuer, audience: AUDIENCE } }
+        : variant === "off" || variant === "long"
+          ? {}
+          : { tracing: { endpoint: sink.endpoint, sampleRatio: Number(variant) } };
+    const token = variant === "jwt" ? jwt : variant === "long" ? longToken : TOKEN;
     const file = path.join(dir, `${variant}.yaml`);
     writeFileSync(
       file,
-      stringify(gatewayConfig(upstream.url, { apiPort, adminPort }, { tokensFile, ...tracing })),
+      stringify(gatewayConfig(upstream.url, { apiPort, adminPort }, { tokensFile, ...extra })),
     );
     const out = path.join(dir, `callgrind-${variant}.out`);
     const args = ["--tool=callgrind", "--instr-atstart=no", `--callgrind-out-file=${out}`];
@@ -106,9 +120,9 @@ try {
     } as unknown as Child;
     await waitForPort(child, adminPort, 180_000);
     const url = `http://127.0.0.1:${apiPort}`;
-    await load(url, REQUESTS);
+    await load(url, REQUESTS, token);
     execFileSync("callgrind_control", ["-i", "on", String(proc.pid)], { stdio: "ignore" });
-    await load(url, REQUESTS);
+    await load(url, REQUESTS, token);
     execFileSync("callgrind_control", ["-d", String(proc.pid)], { stdio: "ignore" });
     proc.kill("SIGTERM");
     await exited;
@@ -116,11 +130,12 @@ try {
     if (dump === undefined) throw new Error(`${variant}: no dump`);
     const s = split(path.join(dir, dump));
     const k = (x: number) => `${Math.round(x / REQUESTS / 1000)}k`;
+    const what = token === TOKEN ? "" : ` (${token.length}-character token)`;
     console.log(
-      `${variant.padEnd(5)} per request: ${k(s.other)} instructions (compiler ${k(s.compiler)}, GC ${k(s.gc)} apart)`,
+      `${variant.padEnd(5)}${what} per request: ${k(s.other)} instructions (compiler ${k(s.compiler)}, GC ${k(s.gc)} apart)`,
     );
   }
 } finally {
-  await Promise.all([upstream.child.stop(), sink.child.stop()]);
+  await Promise.all([upstream.child.stop(), sink.child.stop(), idp?.stop()]);
   rmSync(dir, { recursive: true, force: true });
 }

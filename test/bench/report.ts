@@ -135,22 +135,25 @@ export function pairedRatios(
 }
 
 /**
- * Paired A/B of `altId` against `baseId` (BENCH_ALT_MAIN): ratios taken round by round, since the
- * two cells ran back to back, so a machine whose speed drifts between minutes (seen here: the bare
- * proxy from 6k to 9.6k req/s within one run) still gives a usable comparison.
- * @returns "" unless both rows have samples
+ * One table of paired ratios: a row per `[base, alt]` pair that ran (alt/base per round, medians
+ * with min–max); "" when none did.
  */
-export function pairedTable(rows: readonly Row[], baseId: string, altId: string): string {
-  const n = pairedRatios(rows, baseId, altId, (x) => x.rps).length;
-  if (n === 0) return "";
-  const ratios = (pick: (x: Sample) => number): string => {
-    const v = pairedRatios(rows, baseId, altId, pick);
-    return `${fmt(median(v), 3)} (${fmt(Math.min(...v), 2)}–${fmt(Math.max(...v), 2)}; ${v.filter((x) => x > 1).length}/${n} rounds above 1)`;
-  };
+export function pairedTable(rows: readonly Row[], pairs: readonly (readonly [string, string])[]): string {
+  const lines: string[] = [];
+  for (const [baseId, altId] of pairs) {
+    const n = pairedRatios(rows, baseId, altId, (x) => x.rps).length;
+    if (n === 0) continue;
+    const ratios = (pick: (x: Sample) => number): string => {
+      const v = pairedRatios(rows, baseId, altId, pick);
+      return `${fmt(median(v), 3)} (${fmt(Math.min(...v), 2)}–${fmt(Math.max(...v), 2)}; ${v.filter((x) => x > 1).length}/${n} rounds above 1)`;
+    };
+    lines.push(`| ${altId}/${baseId} | ${ratios((x) => x.rps)} | ${ratios((x) => x.cpuUsPerReq)} |`);
+  }
+  if (lines.length === 0) return "";
   return [
-    `| paired A/B | req/s ratio per round | CPU µs/req ratio per round |`,
+    "| paired A/B | req/s ratio per round | CPU µs/req ratio per round |",
     "| --- | --- | --- |",
-    `| ${altId}/${baseId} | ${ratios((x) => x.rps)} | ${ratios((x) => x.cpuUsPerReq)} |`,
+    ...lines,
   ].join("\n");
 }
 

@@ -70,7 +70,12 @@ function newCache(source: IntrospectionSource, config: Partial<TokenCacheConfig>
   return { cache, clock };
 }
 
-async function counterValue(counter: typeof metrics.introspectionRequests, result: string): Promise<number> {
+async function counterValue(
+  counter: {
+    get(): Promise<{ values: { labels: Partial<Record<string, string | number>>; value: number }[] }>;
+  },
+  result: string,
+): Promise<number> {
   return (await counter.get()).values.find((v) => v.labels.result === result)?.value ?? 0;
 }
 

@@ -33,9 +33,13 @@ export interface HotFamilyConfig<L extends string> {
 export class HotCount {
   value = 0;
   constructor(readonly labels: Readonly<LabelValues<string>>) {}
-  /** Adds `n` (default 1). */
+  /** Adds `n` (default 1; the caller passes a finite, non-negative number). */
   inc(n = 1): void {
     this.value += n;
+  }
+  /** Back to zero (the family's `reset`). */
+  clear(): void {
+    this.value = 0;
   }
 }
 
@@ -51,8 +55,12 @@ export class HotDistribution {
   ) {
     this.counts = new Float64Array(bounds.length + 1);
   }
-  /** Records one observation. @param value - in the family's unit (seconds for every family here) */
+  /**
+   * Records one observation; NaN is dropped (it would make the sum NaN for good).
+   * @param value - in the family's unit (seconds for every family here)
+   */
   observe(value: number): void {
+    if (value !== value) return;
     const b = this.bounds;
     let i = 0;
     while (i < b.length && value > b[i]!) i++;
@@ -60,17 +68,32 @@ export class HotDistribution {
     this.sum += value;
     this.count++;
   }
+  /** Back to zero (the family's `reset`). */
+  clear(): void {
+    this.counts.fill(0);
+    this.sum = 0;
+    this.count = 0;
+  }
 }
 
-/** Children by label set, created once per distinct set (label sets are bounded: config names × enums). */
-abstract class HotFamily<L extends string, C extends { labels: Readonly<LabelValues<string>> }> {
+/**
+ * Children by label set, created once per distinct set (label sets are bounded: config names ×
+ * enums). As with prom-client, a series appears in the output once it was updated, not when its
+ * child was created.
+ */
+abstract class HotFamily<
+  L extends string,
+  C extends { labels: Readonly<LabelValues<string>>; clear(): void },
+> {
   readonly name: string;
   readonly help: string;
   readonly labelNames: readonly L[];
   readonly aggregator = "sum";
-  protected children = new Map<string, C>();
+  protected readonly children = new Map<string, C>();
 
+  /** @throws Error for a family without labels (none here; prom-client's classes serve those) */
   constructor(config: HotFamilyConfig<L>) {
+    if (config.labelNames.length === 0) throw new Error(`${config.name}: a hot family needs labels`);
     this.name = config.name;
     this.help = config.help;
     this.labelNames = config.labelNames;
@@ -99,9 +122,12 @@ abstract class HotFamily<L extends string, C extends { labels: Readonly<LabelVal
     return child;
   }
 
-  /** Forgets every child (prom-client's `reset`); children handed out before stop counting here. */
+  /**
+   * Zeroes every series (prom-client's `reset`): they leave the output until updated again, and
+   * children already handed out keep counting.
+   */
   reset(): void {
-    this.children = new Map();
+    for (const c of this.children.values()) c.clear();
   }
 
   protected abstract create(labels: LabelValues<string>): C;
@@ -111,8 +137,12 @@ abstract class HotFamily<L extends string, C extends { labels: Readonly<LabelVal
 export class HotCounter<L extends string> extends HotFamily<L, HotCount> {
   readonly type = "counter";
 
-  /** Adds `n` (default 1) to the series of `labels` (for cold paths and tests). */
+  /**
+   * Adds `n` (default 1) to the series of `labels` (for cold paths and tests).
+   * @throws TypeError when `n` is negative or not finite, as prom-client's `inc`
+   */
   inc(labels: LabelValues<L>, n = 1): void {
+    if (!Number.isFinite(n) || n < 0) throw new TypeError(`${this.name}: cannot add ${n}`);
     this.labels(labels).inc(n);
   }
 
@@ -123,7 +153,9 @@ export class HotCounter<L extends string> extends HotFamily<L, HotCount> {
   /** The family as prom-client's `Counter.get()` gives it. */
   get(): Promise<FamilySnapshot> {
     const values: MetricValueWithName<string>[] = [];
-    for (const c of this.children.values()) values.push({ labels: { ...c.labels }, value: c.value });
+    for (const c of this.children.values()) {
+      if (c.value !== 0) values.push({ labels: { ...c.labels }, value: c.value });
+    }
     return Promise.resolve({ name: this.name, help: this.help, type: "counter", values, aggregator: "sum" });
   }
 }
@@ -138,8 +170,12 @@ export class HotHistogram<L extends string> extends HotFamily<L, HotDistribution
     this.bounds = [...config.buckets].sort((a, b) => a - b);
   }
 
-  /** Records `value` in the series of `labels` (for cold paths and tests). */
+  /**
+   * Records `value` in the series of `labels` (for cold paths and tests).
+   * @throws TypeError when `value` is not finite, as prom-client's `observe`
+   */
   observe(labels: LabelValues<L>, value: number): void {
+    if (!Number.isFinite(value)) throw new TypeError(`${this.name}: cannot observe ${value}`);
     this.labels(labels).observe(value);
   }
 
@@ -152,6 +188,7 @@ export class HotHistogram<L extends string> extends HotFamily<L, HotDistribution
     const values: MetricValueWithName<string>[] = [];
     const bucket = `${this.name}_bucket`;
     for (const d of this.children.values()) {
+      if (d.count === 0) continue;
       let acc = 0;
       for (let i = 0; i < this.bounds.length; i++) {
         acc += d.counts[i]!;

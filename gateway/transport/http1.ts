@@ -82,7 +82,10 @@ export class Http1Transport extends Writer<ServerResponse> implements UpgradeSin
     const scope = this.open(undefined, "-", "1.1");
     scope.clientIp = s.remoteAddress ?? "unknown";
     s[SCOPE] = scope;
-    void this.refuse(s, scope, code);
+    // The core never rejects; should it, the refusal is still answered and the scope finished.
+    this.refuse(s, scope, code).catch(() =>
+      this.writeRaw(s, scope, errorResponse(scope, code, this.d.clock.nowMs())),
+    );
   }
 
   /** {@link UpgradeSink}: the 101 carries the gateway's fields; the exchange is counted as 101. */

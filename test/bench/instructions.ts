@@ -79,7 +79,7 @@ const upstream = await startUpstream();
 const sink = await startCollectorSink();
 // The JWT variants' identity provider, and an opaque token as long as its JWT.
 const idp = VARIANTS.some((v) => v === "jwt" || v === "long")
-  ? await startJwtIdp([await signingKey("bench-rs256", "RS256")])
+  ? await startJwtIdp([await signingKey("bench-rs256", "RS256")], 24 * 3600) // outlives every variant
   : undefined;
 const jwt = idp === undefined ? "" : await idp.issueJwt("read");
 const longToken = longOpaqueToken(jwt.length);

@@ -2,7 +2,6 @@
 import http, { type IncomingHttpHeaders, type RequestListener, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 
-/** Starts `server` (or a new one with `listener`) on 127.0.0.1:0 and returns its base URL. */
 /**
  * A loopback port that refuses every connection: port 1 (tcpmux) is privileged and unused here.
  * Use it, never a port `freePort()` just released, for "nothing listens" cases: a released
@@ -10,6 +9,7 @@ import type { AddressInfo } from "node:net";
  */
 export const REFUSED_PORT = 1;
 
+/** Starts `server` (or a new one with `listener`) on 127.0.0.1:0 and returns its base URL. */
 export async function listen(
   serverOrListener: Server | RequestListener,
 ): Promise<{ server: Server; url: string; port: number }> {

@@ -4,7 +4,7 @@
  * three-master Cluster and a Sentinel group. Readiness is polled with `redis-cli` under a deadline.
  */
 import { spawn, execFile, type ChildProcess } from "node:child_process";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -20,8 +20,32 @@ process.on("exit", () => {
 const RANGE_START = 10_000;
 /** Ports per test process; eight processes' ranges, and their +10000 bus ports, stay below 32768. */
 const RANGE_SIZE = 1_200;
-/** This process's range: vitest's pool id (1, 2, ...) keeps parallel test files apart. */
-const rangeBase = RANGE_START + ((Number(process.env.VITEST_POOL_ID ?? process.pid) - 1) % 8) * RANGE_SIZE;
+const SLOTS = 8;
+
+/**
+ * This process's slot: vitest's pool id (1..maxWorkers) keeps parallel test files apart; a
+ * process outside vitest (a bench or soak script) takes one of the slots vitest's two workers
+ * (vitest.config.ts) leave free.
+ * @throws Error for a pool id beyond the slots, or an ephemeral range that starts below them
+ */
+function rangeSlot(): number {
+  const pool = process.env.VITEST_POOL_ID;
+  const slot = pool === undefined ? 2 + (process.pid % (SLOTS - 2)) : Number(pool) - 1;
+  if (!(slot >= 0 && slot < SLOTS))
+    throw new Error(`test ports: VITEST_POOL_ID ${pool} beyond ${SLOTS} slots`);
+  let ephemeralLow = 32768;
+  try {
+    ephemeralLow = Number(readFileSync("/proc/sys/net/ipv4/ip_local_port_range", "utf8").split(/\s+/)[0]);
+  } catch {
+    // Not Linux: assume the default.
+  }
+  if (RANGE_START + SLOTS * RANGE_SIZE + 10_000 > ephemeralLow) {
+    throw new Error(`test ports: the ephemeral range starts at ${ephemeralLow}, inside the test ranges`);
+  }
+  return slot;
+}
+
+const rangeBase = RANGE_START + rangeSlot() * RANGE_SIZE;
 let nextOffset = Math.floor(Math.random() * RANGE_SIZE);
 
 /**

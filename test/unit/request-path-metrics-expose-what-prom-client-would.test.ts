@@ -1,6 +1,7 @@
 /**
  * The request path's counter and histogram families (`gateway/observability/hot-families.ts`)
- * expose exactly what prom-client's own `Counter` and `Histogram` expose for the same updates:
+ * expose exactly what prom-client's own `Counter` and `Histogram` expose for the same updates
+ * (a child looked up but never updated included: no series):
  * the same samples in `/metrics` text, and the same sums when a cluster primary aggregates
  * workers' JSON with `AggregatorRegistry`.
  */
@@ -21,9 +22,11 @@ const update = fc.record({
   code: fc.constantFrom(200, 429, 502),
   // Bucket bounds themselves (le is inclusive), values between them, zero and beyond the last.
   seconds: fc.oneof(fc.constantFrom(0, ...BUCKETS, 31), fc.double({ min: 0, max: 40, noNaN: true })),
+  // A child looked up and never updated: no series, as with prom-client's `labels()`.
+  touchOnly: fc.boolean(),
 });
 
-type Update = { route: string; cls: string; code: number; seconds: number };
+type Update = { route: string; cls: string; code: number; seconds: number; touchOnly?: boolean };
 
 /** Both implementations of one counter and one histogram family, on their own registries. */
 function families() {
@@ -52,6 +55,11 @@ function families() {
 /** Applies `updates` to both; the hot family through children held across updates, as the request path does. */
 function apply(f: ReturnType<typeof families>, updates: readonly Update[]): void {
   for (const u of updates) {
+    if (u.touchOnly === true) {
+      f.hotCounter.labels({ route: u.route, class: u.cls, code: u.code });
+      f.hotHistogram.labels({ route: u.route, class: u.cls });
+      continue;
+    }
     f.libCounter.inc({ route: u.route, class: u.cls, code: u.code });
     f.libHistogram.observe({ route: u.route, class: u.cls }, u.seconds);
     f.hotCounter.labels({ route: u.route, class: u.cls, code: u.code }).inc();
@@ -106,10 +114,29 @@ describe("hot counter and histogram families", () => {
     );
   });
 
-  it("starts over on reset, as prom-client's registry reset does", async () => {
+  it("starts over on reset, as prom-client's registry reset does, and children held across it count on", async () => {
     const f = families();
+    const held = f.hotHistogram.labels({ route: "/v1", class: "read" });
     apply(f, [{ route: "/v1", cls: "read", code: 200, seconds: 1 }]);
     f.hot.resetMetrics();
+    f.lib.resetMetrics();
     expect((await f.hot.getMetricsAsJSON()).flatMap((m) => m.values)).toEqual([]);
+    held.observe(0.002);
+    f.libHistogram.observe({ route: "/v1", class: "read" }, 0.002);
+    const hot = parsePrometheusText(await f.hot.metrics());
+    expect(canonical(hot.samples)).toEqual(canonical(parsePrometheusText(await f.lib.metrics()).samples));
+    expect(hot.value("t_duration_seconds_count", { route: "/v1", class: "read" })).toBe(1);
+  });
+
+  it("refuses what prom-client refuses on its cold paths, and drops NaN on the hot one", async () => {
+    const f = families();
+    expect(() => f.hotCounter.inc({ route: "/v1", class: "read", code: 200 }, -1)).toThrow(TypeError);
+    expect(() => f.hotHistogram.observe({ route: "/v1", class: "read" }, Number.NaN)).toThrow(TypeError);
+    const child = f.hotHistogram.labels({ route: "/v1", class: "read" });
+    child.observe(Number.NaN);
+    child.observe(0.5);
+    const hot = parsePrometheusText(await f.hot.metrics());
+    expect(hot.value("t_duration_seconds_sum", { route: "/v1", class: "read" })).toBe(0.5);
+    expect(hot.value("t_duration_seconds_count", { route: "/v1", class: "read" })).toBe(1);
   });
 });

@@ -16,10 +16,20 @@ const WORKER_MIN_BYTES = 256 * 1024;
 const WORKER_TIMEOUT_MS = 120_000;
 
 /**
+ * The last file parsed and its tokens: a start or a reload checks the file (`config/files.ts`)
+ * and then loads it, and should parse it once. Held strongly (the running configuration's source
+ * holds the same map), so a configuration that stops using the file keeps one stale map until the
+ * next load.
+ */
+let lastLoad: { key: string; tokens: ReadonlyMap<string, TokenInfo> } | undefined;
+
+/**
  * Reads and validates a tokens file. A large one is parsed in a worker thread while this one waits
  * (issue 17 item 5): parsing 10k entries allocates about 50 MB that would otherwise stay in this
  * heap, as resident memory, until a full collection long after; the worker's heap is returned when
- * it exits. Small files are parsed here.
+ * it exits. Small files are parsed here. Loading the file just loaded, unchanged (same inode, size,
+ * modification and change times, to the nanosecond) and with the same `claimNames`, returns the
+ * same map without parsing again.
  * @param file - path of the YAML file
  * @param claimNames - extra fields an entry may carry, kept in {@link TokenInfo.claims} (the
  *   `rate_limits.plan_claim` name when configured)
@@ -27,15 +37,24 @@ const WORKER_TIMEOUT_MS = 120_000;
  * @throws TokensFileError naming the file and every bad entry and field (`tokens.yaml: "dev-…".scope:
  *   ...`), when the file cannot be read, is not YAML, does not match the shape, or lists a token twice
  */
-export function loadStaticTokens(file: string, claimNames: readonly string[] = []): Map<string, TokenInfo> {
-  let size = 0;
+export function loadStaticTokens(
+  file: string,
+  claimNames: readonly string[] = [],
+): ReadonlyMap<string, TokenInfo> {
+  let size = 0n;
+  let key: string | undefined;
   try {
-    size = statSync(file).size;
+    const st = statSync(file, { bigint: true });
+    size = st.size;
+    key = [path.resolve(file), st.dev, st.ino, st.size, st.mtimeNs, st.ctimeNs, ...claimNames].join("\0");
   } catch {
     // Unreadable: parseStaticTokens says why.
   }
+  if (key !== undefined && lastLoad?.key === key) return lastLoad.tokens;
   const parsed = size >= WORKER_MIN_BYTES ? parseInWorker(file, claimNames) : null;
-  return parsed ?? parseStaticTokens(file, claimNames);
+  const tokens = parsed ?? parseStaticTokens(file, claimNames);
+  if (key !== undefined) lastLoad = { key, tokens };
+  return tokens;
 }
 
 /**

@@ -1,6 +1,8 @@
+import { copyFileSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { describe, expect, it } from "vitest";
+import { afterAll, describe, expect, it } from "vitest";
 import { StaticTokenSource, loadStaticTokens } from "../../gateway/auth/static-source.js";
 
 const fixtures = path.join(path.dirname(fileURLToPath(import.meta.url)), "../fixtures/tokens");
@@ -108,5 +110,26 @@ describe("loadStaticTokens rejects a bad file with a message naming the file and
     expect(() => new StaticTokenSource("missing.yaml", fixtures)).toThrow(
       `cannot read tokens file ${fixture("missing.yaml")}: ENOENT`,
     );
+  });
+});
+
+describe("loading the file just loaded", () => {
+  const dir = mkdtempSync(path.join(tmpdir(), "tokens-reload-"));
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  it("parses it once while unchanged (a start or reload checks the file, then loads it), again once changed", () => {
+    const file = path.join(dir, "tokens.yaml");
+    copyFileSync(fixture("valid.yaml"), file);
+    const first = loadStaticTokens(file);
+    expect(loadStaticTokens(file)).toBe(first);
+    expect(loadStaticTokens(file, ["plan"])).not.toBe(first);
+    const withPlans = loadStaticTokens(file, ["plan"]);
+    expect(loadStaticTokens(file, ["plan"])).toBe(withPlans);
+
+    writeFileSync(file, "another-token: { sub: carol }\n");
+    const changed = loadStaticTokens(file);
+    expect(changed).not.toBe(withPlans);
+    expect(changed.size).toBe(1);
+    expect(loadStaticTokens(file)).toBe(changed);
   });
 });

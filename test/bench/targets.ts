@@ -11,6 +11,7 @@ import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { stringify } from "yaml";
 import { freePorts } from "../helpers/child-gateway.js";
+import { prng } from "../helpers/prng.js";
 import { LOAD_CORE, spawnServer, waitForPort, type Child } from "./procs.js";
 
 const exec = promisify(execFile);
@@ -449,14 +450,9 @@ export function writeWarmTokens(dir: string, token: string, longToken?: string):
  */
 export function longOpaqueToken(length: number): string {
   const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-  let x = 0x2545f491;
+  const next = prng(0x2545f491);
   let out = "";
-  for (let i = 0; i < length; i++) {
-    x ^= x << 13;
-    x ^= x >>> 17;
-    x ^= x << 5;
-    out += alphabet[(x >>> 0) % 64];
-  }
+  for (let i = 0; i < length; i++) out += alphabet[Math.floor(next() * 64)];
   return out;
 }
 

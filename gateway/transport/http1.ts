@@ -127,8 +127,9 @@ export class Http1Transport extends Writer<ServerResponse> implements UpgradeSin
   }
 
   protected writeHead(res: ServerResponse, status: number, message: string, headers: HeaderMap): void {
-    // The client's own Connection header was stripped before forwarding; answer by its connection.
-    headers.connection = res.shouldKeepAlive ? "keep-alive" : "close";
+    // The upstream's Connection and Keep-Alive fields were stripped (hop-by-hop): Node writes this
+    // connection's own, `Connection: keep-alive` with `Keep-Alive: timeout=<s>` or
+    // `Connection: close` (a drain clears `shouldKeepAlive`), as on the gateway's own answers.
     res.writeHead(status, message === "" ? undefined : message, headers);
   }
 

@@ -11,7 +11,7 @@ import http, {
 } from "node:http";
 import { once } from "node:events";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { closeServer, listen, rawRequest, request } from "../helpers/http.js";
+import { agent, closeServer, listen, rawRequest, request } from "../helpers/http.js";
 import { startGateway, testConfig, type TestGateway } from "../helpers/gateway.js";
 
 let upstream: { server: Server; url: string };
@@ -169,6 +169,31 @@ describe("the upstream client", () => {
       expect(res.headers["x-hop"]).toBeUndefined();
       expect(res.headers["keep-alive"]).not.toBe("timeout=99");
       expect(res.headers["x-end"]).toBe("kept");
+    });
+
+    it("tells the client this connection's keep-alive timeout on a proxied answer, as on its own", async () => {
+      const keepAlive = agent();
+      try {
+        const ask = (headers: Record<string, string>) =>
+          request(`${gw.url}/v1/hop`, { headers, agent: keepAlive }).then((r) => r.headers);
+        const proxied = await ask({ authorization: "Bearer valid-token" });
+        const own = await ask({});
+        // listen.keep_alive_timeout_ms: 5000 (the default), in seconds; the upstream's timeout=99 is gone.
+        for (const h of [proxied, own]) {
+          expect(h.connection).toBe("keep-alive");
+          expect(h["keep-alive"]).toBe("timeout=5");
+        }
+        expect(proxied["x-end"]).toBe("kept");
+        expect(own["www-authenticate"]).toBeDefined();
+      } finally {
+        keepAlive.destroy();
+      }
+      // A client that asks to close gets Connection: close, and no keep-alive timeout.
+      const closing = await request(`${gw.url}/v1/hop`, {
+        headers: { authorization: "Bearer valid-token", connection: "close" },
+      });
+      expect(closing.headers.connection).toBe("close");
+      expect(closing.headers["keep-alive"]).toBeUndefined();
     });
   });
 

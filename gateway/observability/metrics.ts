@@ -1,10 +1,10 @@
 /**
  * Every metric the gateway exports (SPEC §8), defined in this one file on a registry passed in
  * (no global registry, so tests can run many gateways in one process); the families updated on
- * every request (or every rejected or cached call) are {@link HotCounter}s and {@link HotHistogram}s
- * (plain numbers, same exposition). Names follow Prometheus
- * conventions: `gateway_` prefix, base units (`_seconds`), `_total` on counters. Label values come
- * from configuration names and fixed enumerations only, never from raw paths or tokens.
+ * every request (or every rejected or cached call) are {@link HotCounter}s and
+ * {@link HotHistogram}s (plain numbers, same exposition). Names follow Prometheus conventions:
+ * `gateway_` prefix, base units (`_seconds`), `_total` on counters. Label values come from
+ * configuration names and fixed enumerations only, never from raw paths or tokens.
  */
 import { Counter, Gauge, Histogram, collectDefaultMetrics, type Registry } from "prom-client";
 import { HotCounter, HotHistogram } from "./hot-families.js";

@@ -4,8 +4,8 @@ import type { AddressInfo } from "node:net";
 
 /**
  * A loopback port that refuses every connection: port 1 (tcpmux) is privileged and unused here.
- * Use it, never a port `freePort()` just released, for "nothing listens" cases: a released
- * ephemeral port can be taken by a parallel test's server before the gateway connects.
+ * Use it for "nothing listens" cases rather than a port found free, which stays free only until
+ * something binds it (CI once saw a parallel test's server take such a port).
  */
 export const REFUSED_PORT = 1;
 

@@ -58,24 +58,17 @@ let nextOffset = Math.floor(Math.random() * RANGE_SIZE);
 export async function freePort(busOffset = 0): Promise<number> {
   for (let tries = 0; tries < RANGE_SIZE; tries++) {
     const port = rangeBase + (nextOffset++ % RANGE_SIZE);
-    const free = (p: number) =>
-      listenOnce(p).then(
-        () => true,
-        () => false,
-      );
-    if ((await free(port)) && (busOffset === 0 || (await free(port + busOffset)))) return port;
+    if ((await isFree(port)) && (busOffset === 0 || (await isFree(port + busOffset)))) return port;
   }
   throw new Error(`no free port in ${rangeBase}-${rangeBase + RANGE_SIZE - 1}`);
 }
 
-function listenOnce(port: number): Promise<number> {
-  return new Promise((resolve, reject) => {
+/** True when `port` can be bound on 127.0.0.1 now (bound, then released). */
+function isFree(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
     const srv = createServer();
-    srv.once("error", reject);
-    srv.listen(port, "127.0.0.1", () => {
-      const addr = srv.address();
-      srv.close(() => resolve(typeof addr === "object" && addr !== null ? addr.port : port));
-    });
+    srv.once("error", () => resolve(false));
+    srv.listen(port, "127.0.0.1", () => srv.close(() => resolve(true)));
   });
 }
 

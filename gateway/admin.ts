@@ -1,6 +1,7 @@
 /**
  * The admin listener (SPEC §8): `GET /metrics` (Prometheus text), `GET /healthz` (process alive),
- * `GET /readyz` (configuration loaded and the limit store usable or failing open).
+ * `GET /readyz` (configuration loaded and the limit store usable or failing open), `GET /upstreams`
+ * (each upstream's endpoints, health, ejection and calls in flight, SPEC §16).
  */
 import http, { type Server } from "node:http";
 import type { Registry } from "prom-client";
@@ -11,10 +12,12 @@ export interface AdminOptions {
   registry: Pick<Registry, "metrics" | "contentType">;
   /** True when the gateway can serve (limit store answers or fails open). */
   ready(): boolean;
+  /** `GET /upstreams` (SPEC §16): each upstream's balancer and endpoints, by name. */
+  upstreams(): Promise<Record<string, unknown>>;
 }
 
 /** Creates (does not bind) the admin server. */
-export function createAdminServer({ registry, ready }: AdminOptions): Server {
+export function createAdminServer({ registry, ready, upstreams }: AdminOptions): Server {
   return http.createServer((req, res) => {
     const path = (req.url ?? "/").split("?")[0];
     if (req.method !== "GET" && req.method !== "HEAD")
@@ -30,6 +33,12 @@ export function createAdminServer({ registry, ready }: AdminOptions): Server {
         registry.metrics().then(
           (text) => send(res, 200, registry.contentType, text),
           () => send(res, 500, "text/plain", "metrics collection failed\n"),
+        );
+        return;
+      case "/upstreams":
+        upstreams().then(
+          (u) => send(res, 200, "application/json", JSON.stringify({ upstreams: u })),
+          () => send(res, 500, "text/plain", "upstream state unavailable\n"),
         );
         return;
       default:

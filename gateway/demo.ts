@@ -3,13 +3,14 @@
  * `config/demo.yaml` (memory store, static demo token, a small write limit), then the curl lines.
  */
 import { loadConfig } from "./config/load.js";
+import { endpointsOf } from "./config/upstream-schema.js";
 import { createDocsUpstream } from "./demo/upstream.js";
 import { DEFAULT_CONFIG } from "./main-config.js";
 import { createGateway } from "./server.js";
 
 const file = process.env.GATEWAY_CONFIG ?? DEFAULT_CONFIG;
 const loaded = loadConfig(file);
-const upstreamUrl = new URL(Object.values(loaded.config.upstreams)[0]!.url);
+const upstreamUrl = new URL(endpointsOf(Object.values(loaded.config.upstreams)[0]!)[0]!.url);
 const upstream = createDocsUpstream();
 await new Promise<void>((resolve) =>
   upstream.listen(Number(upstreamUrl.port), upstreamUrl.hostname, resolve),

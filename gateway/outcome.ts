@@ -3,7 +3,7 @@
  */
 import { ERROR_CATALOG, type ErrorCode } from "./errors.js";
 import type { HeaderMap } from "./facts.js";
-import type { UpstreamClient } from "./proxy/upstream-client.js";
+import type { Upstream } from "./proxy/upstream.js";
 
 /** The core's decision for one request. */
 export type Outcome =
@@ -13,13 +13,18 @@ export type Outcome =
   | { readonly kind: "preflight" }
   /** Answer `GET /rate_limit` with this JSON body. */
   | { readonly kind: "status"; readonly body: string }
-  /** Forward to `upstream`: `path` (with query) and `headers` are what it receives. */
-  | {
-      readonly kind: "proxy";
-      readonly upstream: UpstreamClient;
-      readonly path: string;
-      readonly headers: HeaderMap;
-    };
+  /** Forward to one of `upstream`'s endpoints (see {@link ProxyOutcome}). */
+  | ProxyOutcome;
+
+/** Forward to `upstream`: `path` (with query) and `headers` are what it receives. */
+export interface ProxyOutcome {
+  readonly kind: "proxy";
+  readonly upstream: Upstream;
+  readonly path: string;
+  readonly headers: HeaderMap;
+  /** The balancer's key with `consistent_hash` (SPEC §16), else undefined. */
+  readonly hashKey: string | undefined;
+}
 
 const errors = new Map<ErrorCode, Outcome>();
 for (const code of Object.keys(ERROR_CATALOG) as ErrorCode[])

@@ -12,25 +12,25 @@
  * not resolved once that budget is spent (429). An over-limit call gets 429 unless its class is in
  * shadow mode. Requests the transport's parser refused (400/408/431) enter at {@link refuse}.
  */
-import { performance } from "node:perf_hooks";
 import type { Logger } from "pino";
 import { hasScopes } from "./auth/chain.js";
 import { NetworkGuard } from "./auth/network-guard.js";
 import type { TokenInfo } from "./auth/types.js";
 import type { ErrorCode } from "./errors.js";
 import type { Clock } from "./clock.js";
-import type { HeaderMap, RequestFacts } from "./facts.js";
+import type { RequestFacts } from "./facts.js";
 import { HotMetrics } from "./observability/hot-metrics.js";
 import type { DecisionOutcome, GatewayMetrics } from "./observability/metrics.js";
 import { errorOutcome, PREFLIGHT, type Outcome } from "./outcome.js";
-import { clientIp, stripHopByHop } from "./proxy/forwarded.js";
+import { clientIp } from "./proxy/forwarded.js";
+import { hashKeyOf } from "./proxy/hash-key.js";
 import { prepareUpstreamRequest } from "./proxy/upstream-request.js";
 import { rateLimitHeaders } from "./ratelimit/headers.js";
 import { identityOf, ipKey } from "./ratelimit/identity.js";
 import type { Decision } from "./ratelimit/limiter.js";
 import type { PlanPolicies, ResolvedPolicy } from "./ratelimit/policy.js";
 import { normalizeTarget } from "./routing/normalize.js";
-import { addGatewayFields } from "./responses.js";
+import { ProxyStep } from "./proxy-step.js";
 import type { RequestScope } from "./scope.js";
 import { statusBody } from "./status-endpoint.js";
 
@@ -44,15 +44,16 @@ export interface PipelineDeps {
 /** The request core of one gateway (its runtime comes with each request's scope). */
 export class Pipeline {
   private readonly logger: Logger;
-  private readonly clock: Clock;
   /** Pre-bound metric children of the hot path (shared with the transport's observers). */
   readonly hot: HotMetrics;
   private readonly guard = new NetworkGuard();
+  /** The proxy step: runs an exchange and maps its end to what is still to be written. */
+  readonly proxy: ProxyStep;
 
   constructor({ clock, metrics, logger }: PipelineDeps) {
-    this.clock = clock;
     this.logger = logger;
     this.hot = new HotMetrics(metrics);
+    this.proxy = new ProxyStep(clock, this.hot);
   }
 
   /**
@@ -100,6 +101,10 @@ export class Pipeline {
     if (!decision.allowed && policy.mode === "enforce") return errorOutcome("rate_limited");
     if (!scoped) return errorOutcome("auth_insufficient_scope");
 
+    const upstream = rt.upstreams.get(route.upstream)!;
+    const hashOn = upstream.hashOn;
+    const hashKey =
+      hashOn === null ? undefined : hashKeyOf(hashOn, identity.key, scope.clientIp, facts.headers);
     const path = prepareUpstreamRequest(
       facts,
       scope.requestId,
@@ -109,21 +114,7 @@ export class Pipeline {
       target.search,
       rt.upstreamSettings,
     );
-    return { kind: "proxy", upstream: rt.upstreams.get(route.upstream)!, path, headers: facts.headers };
-  }
-
-  /**
-   * The upstream's response head (SPEC §3, §6), in place: timed, hop-by-hop fields removed (a 101
-   * keeps `Connection: Upgrade`), `Transfer-Encoding` left to the transport, which re-frames the
-   * body, and the gateway's fields written over the upstream's. Connection-specific fields are the
-   * transport's to add.
-   */
-  upstreamHead(scope: RequestScope, headers: HeaderMap, upstream: string, upgraded = false): void {
-    scope.upstreamMs = performance.now() - scope.upstreamStartMs;
-    this.hot.upstream(upstream, scope.upstreamMs / 1000);
-    stripHopByHop(headers, upgraded);
-    if (headers["transfer-encoding"] !== undefined) delete headers["transfer-encoding"];
-    addGatewayFields(headers, scope, this.clock.nowMs(), true);
+    return { kind: "proxy", upstream, path, headers: facts.headers, hashKey };
   }
 
   /**

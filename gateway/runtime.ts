@@ -4,6 +4,7 @@
  * limiter, the authenticators and the upstream clients survive a reload when their settings did
  * not change, so counts, cached tokens and pooled connections are not lost.
  */
+import { performance } from "node:perf_hooks";
 import type { Logger } from "pino";
 import { CachedIntrospection, type Authenticator } from "./auth/authenticator.js";
 import { AuthenticatorChain } from "./auth/chain.js";
@@ -16,14 +17,15 @@ import type { Clock } from "./clock.js";
 import { CorsPolicy } from "./cors.js";
 import type { GatewayConfig } from "./config/schema.js";
 import type { GatewayMetrics } from "./observability/metrics.js";
+import type { EndpointAvailability } from "./observability/upstream-metrics.js";
 import { httpCallSpan } from "./observability/tracing/request-trace.js";
 import { tracingSettings } from "./observability/tracing/settings.js";
 import { metricOutcomes } from "./observability/tracing/span-accounting.js";
 import { Tracing } from "./observability/tracing/tracing.js";
-import { UpstreamClient } from "./proxy/upstream-client.js";
+import { endpointsOf } from "./config/upstream-schema.js";
+import { Upstream } from "./proxy/upstream.js";
 import type { UpstreamRequestSettings } from "./proxy/upstream-request.js";
-import { upstreamTls } from "./proxy/upstream-tls.js";
-import type { UpgradeSink } from "./proxy/websocket.js";
+import { upstreamTls, type UpstreamTls } from "./proxy/upstream-tls.js";
 import { createLimiter, type LimiterHandle } from "./ratelimit/create.js";
 import { compilePolicies, type PolicySet } from "./ratelimit/policy.js";
 import { Classifier } from "./routing/classify.js";
@@ -46,8 +48,8 @@ export interface Runtime {
   readonly classifier: Classifier;
   /** Resolved policies per class, and the anonymous one. */
   readonly policies: PolicySet;
-  /** One client per upstream, by name. */
-  readonly upstreams: ReadonlyMap<string, UpstreamClient>;
+  /** The upstreams (their endpoints, balancers and health), by name. */
+  readonly upstreams: ReadonlyMap<string, Upstream>;
   /** What shapes the upstream request, from the configuration. */
   readonly upstreamSettings: UpstreamRequestSettings;
   readonly auth: AuthenticatorChain;
@@ -96,18 +98,14 @@ function authenticatorsOf(config: GatewayConfig, deps: RuntimeDeps): Authenticat
 }
 
 const same = (a: unknown, b: unknown): boolean => JSON.stringify(a) === JSON.stringify(b);
+const monotonicMs = (): number => performance.now();
 
 /**
  * Compiles a configuration. Pass the previous runtime to keep its limiter, authenticators and
- * upstream clients when their settings are unchanged.
+ * upstreams (their connections, outlier and health state) when their settings are unchanged.
  * @throws Error when a file the configuration names (tokens, upstream TLS) cannot be loaded
  */
-export function buildRuntime(
-  config: GatewayConfig,
-  deps: RuntimeDeps,
-  upgradeSink: UpgradeSink,
-  previous?: Runtime,
-): Runtime {
+export function buildRuntime(config: GatewayConfig, deps: RuntimeDeps, previous?: Runtime): Runtime {
   // A static file is re-read on every reload (its content may have changed). Cached tokens hold
   // the plan claim's member, not a plan: only renaming `plan_claim` needs them introspected again;
   // new plans and consumers apply to them at once (the plan is resolved per request).
@@ -123,23 +121,26 @@ export function buildRuntime(
     previous.config.rate_limits.failure_mode === config.rate_limits.failure_mode &&
     previous.config.rate_limits.expected_replicas === config.rate_limits.expected_replicas;
   // Files first (they may throw), then what holds sockets, so a bad file leaks nothing.
-  const reused = new Map<string, UpstreamClient>();
-  const tls = new Map<string, ReturnType<typeof upstreamTls>>();
+  const reused = new Map<string, Upstream>();
+  const tls = new Map<string, (UpstreamTls | null)[]>();
   for (const [name, u] of Object.entries(config.upstreams)) {
     // TLS files are re-read on every reload (a rotated CA or client certificate takes effect).
     if (previous !== undefined && same(previous.config.upstreams[name], u) && u.tls === undefined) {
       reused.set(name, previous.upstreams.get(name)!);
     } else {
-      tls.set(name, upstreamTls(name, u, deps.baseDir));
+      tls.set(
+        name,
+        endpointsOf(u).map((e) => upstreamTls(name, u, e.url, deps.baseDir)),
+      );
     }
   }
   const auth = keepAuth ? previous.auth : new AuthenticatorChain(authenticatorsOf(config, deps));
   const traceSettings = tracingSettings(config.tracing, process.env);
   const kept = previous?.tracing ?? null;
-  const upstreams = new Map<string, UpstreamClient>();
+  const upstreams = new Map<string, Upstream>();
+  const upstreamDeps = { metrics: deps.metrics, logger: deps.logger, nowMs: monotonicMs };
   for (const [name, u] of Object.entries(config.upstreams)) {
-    const client = reused.get(name) ?? new UpstreamClient(name, u, tls.get(name)!, upgradeSink);
-    upstreams.set(name, client);
+    upstreams.set(name, reused.get(name) ?? new Upstream(name, u, tls.get(name)!, upstreamDeps));
   }
   return {
     config,
@@ -173,4 +174,11 @@ export async function releaseRuntime(old: Runtime, next?: Runtime): Promise<void
   if (next?.limiter !== old.limiter) await old.limiter.limiter.close();
   // Flushes the spans still queued (bounded: a dead collector does not hold the shutdown).
   if (old.tracing !== null && next?.tracing !== old.tracing) await old.tracing.shutdown();
+}
+
+/** Every endpoint's availability, for `gateway_upstream_endpoint_available`. */
+export function* endpointStates(rt: Runtime): Iterable<EndpointAvailability> {
+  for (const [upstream, u] of rt.upstreams) {
+    for (const e of u.endpoints) yield { upstream, endpoint: e.name, available: e.available };
+  }
 }

@@ -63,6 +63,8 @@ export class RequestScope {
   upstreamStartMs = -1;
   /** Upstream time to response headers (ms), or -1. */
   upstreamMs = -1;
+  /** `host:port` of the upstream endpoint that answered or failed (SPEC §16), or null. */
+  endpoint: string | null = null;
   /** The request's spans while tracing is on (SPEC §13), else null: nothing is allocated. */
   trace: RequestTrace | null = null;
   /** The observers were told. */

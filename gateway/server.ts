@@ -17,7 +17,10 @@ import { createMetrics, type GatewayMetrics } from "./observability/metrics.js";
 import { RequestMetrics } from "./observability/request-metrics.js";
 import { TracingObserver } from "./observability/tracing/observer.js";
 import { Pipeline } from "./pipeline.js";
-import { buildRuntime, releaseRuntime, type Runtime } from "./runtime.js";
+import type { GatewayConfig } from "./config/schema.js";
+import { HealthChecker, type HealthReport } from "./proxy/health-checker.js";
+import type { UpstreamSnapshot } from "./proxy/upstream.js";
+import { buildRuntime, endpointStates, releaseRuntime, type Runtime } from "./runtime.js";
 import { createApiListener, type ApiServer } from "./transport/api-listener.js";
 import { Http1Transport } from "./transport/http1.js";
 import { Http2Transport } from "./transport/http2.js";
@@ -37,6 +40,11 @@ export interface GatewayOptions {
    * whole process group (SPEC §15). @default true
    */
   admin?: boolean;
+  /**
+   * Run the active health checks of the upstreams here. A cluster worker does not: its primary
+   * probes once for the group and sends the results ({@link Gateway.applyHealth}). @default true
+   */
+  healthChecks?: boolean;
 }
 
 /** A configuration built and checked, not yet serving (SPEC §15: applied by every worker or none). */
@@ -60,6 +68,10 @@ export interface Gateway {
   readonly logger: Logger;
   /** The configuration new requests start on. */
   readonly runtime: Runtime;
+  /** Applies active health results (a cluster primary's) to the configuration in force. */
+  applyHealth(reports: readonly HealthReport[]): void;
+  /** `GET /upstreams` of this process (SPEC §16). */
+  upstreams(): Record<string, UpstreamSnapshot>;
   /** Hands buffered access lines to the log destination now (they otherwise go within 1 s). */
   flushAccessLog(): void;
   /** Binds both listeners (`listen` and `admin` config); `adminPort` is 0 without the admin listener. */
@@ -103,7 +115,20 @@ export function createGateway(loaded: LoadedConfig, options: GatewayOptions = {}
   const deps = { clock, metrics, logger, baseDir: loaded.baseDir };
   // Files first: a bad certificate or key stops the start before anything listens.
   const tls = serverTls(config, loaded.baseDir);
-  let runtime = buildRuntime(config, deps, h1);
+  let runtime = buildRuntime(config, deps);
+  metrics.pool.states.current = () => endpointStates(runtime);
+  const applyHealth = (reports: readonly HealthReport[]): void => {
+    for (const r of reports) runtime.upstreams.get(r.upstream)?.setHealthy(r.endpoint, r.healthy);
+  };
+  const probesFor = (c: GatewayConfig, baseDir: string, known?: HealthChecker): HealthChecker | null =>
+    options.healthChecks === false
+      ? null
+      : new HealthChecker(
+          c,
+          { checks: metrics.pool.healthChecks, logger, baseDir, onChange: (r) => applyHealth([r]) },
+          (u, e) => known?.states().find((r) => r.upstream === u && r.endpoint === e)?.healthy ?? true,
+        );
+  let probes = probesFor(config, loaded.baseDir);
 
   const l = config.listen;
   const api = createApiListener(config, tls, h1, h2);
@@ -116,25 +141,36 @@ export function createGateway(loaded: LoadedConfig, options: GatewayOptions = {}
     logger.flush();
   }, 1000);
   flushTimer.unref();
-  const admin = createAdminServer({ registry, ready: () => runtime.limiter.ready() });
+  const admin = createAdminServer({
+    registry,
+    ready: () => runtime.limiter.ready(),
+    upstreams: () => Promise.resolve(gateway.upstreams()),
+  });
   const withAdmin = options.admin ?? true;
 
   function prepare(next: LoadedConfig): PreparedReload {
     const old = runtime;
     // Certificates are re-read and checked first: a bad one keeps the running configuration.
     const nextTls = tls === null ? null : serverTls(next.config, next.baseDir);
-    const built = buildRuntime(next.config, { ...deps, baseDir: next.baseDir }, h1, old);
+    const built = buildRuntime(next.config, { ...deps, baseDir: next.baseDir }, old);
+    // Probes restart on the new configuration, knowing what the old ones found.
+    const nextProbes = probesFor(next.config, next.baseDir, probes ?? undefined);
     return {
       commit() {
+        void probes?.stop();
+        probes = nextProbes;
         // New connections get the new certificate; open ones keep theirs.
         if (nextTls !== null) (api as https.Server).setSecureContext(nextTls);
         const replaced = runtime;
         runtime = built;
+        if (probes !== null) applyHealth(probes.states());
+        probes?.start();
         // Requests started on the old runtime may still use its agents: release after the grace
         // period what `built` does not reuse (not what a later reload's runtime reuses).
         setTimeout(() => void releaseRuntime(replaced, built), next.config.listen.grace_ms).unref();
       },
       abort() {
+        void nextProbes?.stop();
         void releaseRuntime(built, old);
       },
     };
@@ -147,12 +183,19 @@ export function createGateway(loaded: LoadedConfig, options: GatewayOptions = {}
     get runtime() {
       return runtime;
     },
+    applyHealth,
+    upstreams() {
+      const out: Record<string, UpstreamSnapshot> = {};
+      for (const [name, u] of runtime.upstreams) out[name] = u.snapshot();
+      return out;
+    },
     flushAccessLog() {
       accessLog.flush();
     },
     async listen() {
       await listenOn(api, l.port, l.host);
       if (withAdmin) await listenOn(admin, config.admin.port, config.admin.host);
+      probes?.start();
       const addresses = {
         apiPort: (api.address() as AddressInfo).port,
         adminPort: withAdmin ? (admin.address() as AddressInfo).port : 0,
@@ -181,6 +224,7 @@ export function createGateway(loaded: LoadedConfig, options: GatewayOptions = {}
     },
     async close(graceMs = runtime.config.listen.grace_ms) {
       clearInterval(flushTimer);
+      await probes?.stop();
       await Promise.all([drain.drain(graceMs), closeServer(admin)]);
       await releaseRuntime(runtime);
       accessLog.flush();

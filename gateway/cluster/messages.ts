@@ -4,6 +4,8 @@
  * primary validates every configuration; workers only build and apply what it sends.
  */
 import type { GatewayConfig } from "../config/schema.js";
+import type { HealthReport } from "../proxy/health-checker.js";
+import type { UpstreamSnapshot } from "../proxy/upstream.js";
 
 /** One metric family as `Registry.getMetricsAsJSON()` returns it. */
 export interface MetricJson {
@@ -27,6 +29,10 @@ export type ToWorker =
   | { type: "gw:abort"; id: number }
   /** Answer `gw:metrics` with the worker's registry. */
   | { type: "gw:metrics"; id: number }
+  /** Active health results of the primary's probes (SPEC §16): a change, or every state. */
+  | { type: "gw:health"; reports: HealthReport[] }
+  /** Answer `gw:upstreams` with the worker's view of its upstreams. */
+  | { type: "gw:upstreams"; id: number }
   /** Drain and exit 0 (SIGTERM reached the primary). */
   | { type: "gw:stop" };
 
@@ -42,6 +48,7 @@ export type FromWorker =
   | { type: "gw:prepared"; id: number; error: string | null }
   | { type: "gw:committed"; id: number }
   | { type: "gw:metrics"; id: number; metrics: MetricJson[] }
+  | { type: "gw:upstreams"; id: number; upstreams: Record<string, UpstreamSnapshot> }
   /** The worker's `/readyz` answer changed (sent at start and on every change). */
   | { type: "gw:ready"; ready: boolean };
 

@@ -34,6 +34,7 @@ import { createPrimaryMetrics } from "../observability/metrics.js";
 import { reloadGroup } from "./group-reload.js";
 import { LineRelay } from "./line-relay.js";
 import { is, Member } from "./member.js";
+import { GroupUpstreams } from "./group-upstreams.js";
 import { combineMetrics, type MetricSource } from "./metrics.js";
 
 /** A worker has this long to build its gateway and bind (ms); tsx-compiled sources are slow. */
@@ -64,6 +65,8 @@ class Primary {
   private readonly registry = new Registry();
   private readonly metrics = createPrimaryMetrics(this.registry);
   private readonly admin: Server;
+  /** Health checks run here once for the group; `GET /upstreams` combines the workers. */
+  private readonly pools: GroupUpstreams;
   private readonly members = new Map<number, Member>();
   private readonly count: number;
   private current: LoadedConfig;
@@ -79,9 +82,16 @@ class Primary {
     this.current = loaded;
     this.count = workerCount(loaded.config.workers);
     this.logger = createLogger(loaded.config.log.level, this.out, { pid: process.pid });
+    this.pools = new GroupUpstreams(
+      this.registry,
+      this.logger,
+      () => [...this.members.values()].filter((m) => m.listening),
+      () => ++this.sequence,
+    );
     this.admin = createAdminServer({
       registry: { contentType: this.registry.contentType, metrics: () => this.groupMetrics() },
       ready: () => this.ready(),
+      upstreams: () => this.pools.snapshot(),
     });
   }
 
@@ -98,6 +108,7 @@ class Primary {
     try {
       if (started.includes(null)) throw new Error("a worker could not start (its own line says why)");
       await listenOn(this.admin, admin.port, admin.host);
+      this.pools.configure(this.current);
     } catch (err) {
       this.logger.fatal({ err: { message: (err as Error).message } }, "gateway could not start");
       this.stopping = true;
@@ -141,6 +152,7 @@ class Primary {
       return null;
     }
     this.apiPort = up.apiPort;
+    this.pools.greet(member);
     this.logger.info({ workerPid: member.pid }, "worker listening");
     return member;
   }
@@ -178,6 +190,8 @@ class Primary {
     if (!result.ok) return this.rejected(result.message);
     this.current = result.next;
     this.metrics.configReloads.inc({ result: "success" });
+    // The workers built new upstreams, which start healthy: they get every state again.
+    this.pools.configure(result.next);
     const durationMs = Math.round(performance.now() - started);
     this.logger.info({ file: this.file, workers: serving.length, durationMs }, "configuration reloaded");
     if (workerCount(result.next.config.workers) !== this.count) {
@@ -223,6 +237,7 @@ class Primary {
     this.stopping = true;
     this.logger.info({ signal }, "shutting down");
     this.admin.close();
+    void this.pools.stop();
     for (const m of this.members.values()) m.send({ type: "gw:stop" });
     const deadline = setTimeout(() => {
       for (const m of this.members.values()) {

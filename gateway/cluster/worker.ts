@@ -50,7 +50,7 @@ async function start(m: Extract<ToWorker, { type: "gw:start" }>): Promise<void> 
   let gateway: Gateway;
   let apiPort: number;
   try {
-    gateway = createGateway(loaded, { logger, admin: false });
+    gateway = createGateway(loaded, { logger, admin: false, healthChecks: false });
     ({ apiPort } = await gateway.listen());
   } catch (err) {
     const error = err instanceof Error ? err.message : String(err);
@@ -111,6 +111,12 @@ class WorkerControl {
           id: m.id,
           metrics: (await this.gateway.registry.getMetricsAsJSON()) as unknown as MetricJson[],
         });
+        return;
+      case "gw:health":
+        this.gateway.applyHealth(m.reports);
+        return;
+      case "gw:upstreams":
+        send({ type: "gw:upstreams", id: m.id, upstreams: this.gateway.upstreams() });
         return;
       case "gw:stop":
         this.stop("primary");

@@ -1,6 +1,15 @@
 /** Human summary of a configuration, printed by `gateway check`. */
 import { tracingSettings } from "../observability/tracing/settings.js";
 import type { GatewayConfig } from "./schema.js";
+import { endpointsOf, type UpstreamConfig } from "./upstream-schema.js";
+
+/** `url`, or the endpoints with their weights and the balancer. */
+function describeEndpoints(u: UpstreamConfig | undefined): string {
+  if (u === undefined) return "?";
+  if (u.endpoints === undefined) return u.url ?? "?";
+  const list = endpointsOf(u).map((e) => (e.weight === 1 ? e.url : `${e.url} ×${e.weight}`));
+  return `${u.balancer}: ${list.join(", ")}`;
+}
 
 const windowsText = (ws: readonly { limit: number; window_s: number }[]): string =>
   ws.map((w) => `${w.limit}/${w.window_s}s`).join(" + ");
@@ -46,7 +55,9 @@ export function describeConfig(config: GatewayConfig, env: NodeJS.ProcessEnv = p
   const routes = [...config.routes].sort((a, b) => b.prefix.length - a.prefix.length);
   for (const r of routes) {
     const scopes = r.scopes.length > 0 ? `  scopes: ${r.scopes.join(" ")}` : "";
-    lines.push(`  ${r.prefix.padEnd(24)} -> ${r.upstream} (${config.upstreams[r.upstream]?.url})${scopes}`);
+    lines.push(
+      `  ${r.prefix.padEnd(24)} -> ${r.upstream} (${describeEndpoints(config.upstreams[r.upstream])})${scopes}`,
+    );
   }
   lines.push("limit classes (first match wins):");
   for (const [name, c] of Object.entries(config.rate_limits.classes)) {

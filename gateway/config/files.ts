@@ -7,6 +7,7 @@ import path from "node:path";
 import { loadStaticTokens } from "../auth/static-source.js";
 import { TokensFileError } from "../auth/tokens-file.js";
 import { upstreamTls } from "../proxy/upstream-tls.js";
+import { endpointsOf } from "./upstream-schema.js";
 import { serverTls } from "../transport/server-tls.js";
 import { ConfigFileError, type ConfigFinding } from "./finding.js";
 import type { GatewayConfig } from "./schema.js";
@@ -31,7 +32,9 @@ export function checkFiles(config: GatewayConfig, baseDir: string): ConfigFindin
     }
   };
   tlsCheck(() => serverTls(config, baseDir));
-  for (const [name, u] of Object.entries(config.upstreams)) tlsCheck(() => upstreamTls(name, u, baseDir));
+  for (const [name, u] of Object.entries(config.upstreams)) {
+    for (const e of endpointsOf(u)) tlsCheck(() => upstreamTls(name, u, e.url, baseDir));
+  }
   return found;
 }
 

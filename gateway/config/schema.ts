@@ -9,10 +9,11 @@
 import { z } from "zod";
 import { authSchema } from "./auth-schema.js";
 import { corsSchema } from "./cors-schema.js";
-import { httpUrl, nonNegativeInt, port, positiveInt } from "./primitives.js";
+import { nonNegativeInt, port, positiveInt } from "./primitives.js";
 import { rateLimitsSchema } from "./rate-limits-schema.js";
 import { listenTlsSchema } from "./tls-schema.js";
 import { tracingSchema } from "./tracing-schema.js";
+import { upstreamProblems, upstreamSchema } from "./upstream-schema.js";
 import { workersSchema, workersWithoutRedis } from "./workers-schema.js";
 
 const listenerSchema = (defaultPort: number) =>
@@ -20,43 +21,6 @@ const listenerSchema = (defaultPort: number) =>
     host: z.string().min(1).default("0.0.0.0").describe("Interface to bind."),
     port: port.default(defaultPort).describe("TCP port; 0 picks a free one (tests)."),
   });
-
-const upstreamSchema = z.strictObject({
-  url: httpUrl.describe("Base URL of the upstream; the request path is appended to its path."),
-  timeout_ms: positiveInt
-    .default(30_000)
-    .describe(
-      "Time the upstream connection may stay silent (ms): before the response head 504, mid-body the client connection is reset.",
-    ),
-  connect_timeout_ms: positiveInt
-    .default(5_000)
-    .describe("Time to establish the TCP connection to the upstream (ms); 502 after."),
-  max_sockets: positiveInt.default(256).describe("Keep-alive agent: sockets per upstream."),
-  keep_alive_ms: positiveInt
-    .default(4_000)
-    .describe("Idle time before a pooled upstream socket is closed (ms); below the upstream's own."),
-  tls: z
-    .strictObject({
-      ca_file: z
-        .string()
-        .min(1)
-        .optional()
-        .describe("PEM CA bundle to trust instead of the system store (a private CA)."),
-      cert_file: z.string().min(1).optional().describe("PEM client certificate chain, for mutual TLS."),
-      key_file: z.string().min(1).optional().describe("PEM private key of `cert_file`."),
-      servername: z
-        .string()
-        .min(1)
-        .optional()
-        .describe("SNI and the name the certificate must carry; the URL's host name when absent."),
-      reject_unauthorized: z
-        .boolean()
-        .default(true)
-        .describe("Verify the upstream's certificate; false only for tests."),
-    })
-    .optional()
-    .describe("TLS to an `https://` upstream, for plain requests and WebSocket upgrades alike."),
-});
 
 const routeSchema = z.strictObject({
   prefix: z
@@ -123,6 +87,9 @@ export const gatewayConfigSchema = z
     const shared = workersWithoutRedis(cfg.workers, cfg.rate_limits.store.redis !== undefined);
     if (shared !== null) ctx.addIssue({ code: "custom", path: ["workers"], message: shared });
     for (const [name, u] of Object.entries(cfg.upstreams)) {
+      for (const p of upstreamProblems(u)) {
+        ctx.addIssue({ code: "custom", path: ["upstreams", name, ...p.path], message: p.message });
+      }
       const t = u.tls;
       if (t !== undefined && (t.cert_file === undefined) !== (t.key_file === undefined)) {
         ctx.addIssue({

@@ -6,7 +6,7 @@
  * options (`level` label, ISO `time`, `service`, the fields, `msg`), so log pipelines see one format.
  *
  * Fields: request id, method, path (normalised, no query: queries can hold `access_token`, RFC 6750
- * §2.3), route, class, plan (SPEC §10), status, durations (ms), identity, remaining, client IP,
+ * §2.3), route, class, plan (SPEC §10), status, durations (ms), the upstream endpoint (SPEC §16), identity, remaining, client IP,
  * protocol, and while tracing is on the W3C trace id and the SERVER span's id (SPEC §13). Nothing in
  * it comes from a header other than `X-Request-Id` (validated) and, behind `trust_proxy`, the client
  * IP (a client's `traceparent` only as the trace id, which the propagator validated as 32 hex digits).
@@ -30,6 +30,8 @@ export interface AccessLine {
   status: number;
   durationMs: number;
   upstreamMs: number | null;
+  /** `host:port` of the upstream endpoint that answered (SPEC §16); null for calls never proxied. */
+  endpoint: string | null;
   identity: string | null;
   remaining: number | null;
   clientIp: string;
@@ -96,6 +98,7 @@ export class AccessLog implements FinishObserver {
       `,"plan":${plan === null ? "null" : JSON.stringify(plan)}` +
       `,"status":${status},"durationMs":${ms(durationMs)}` +
       `,"upstreamMs":${scope.upstreamMs >= 0 ? ms(scope.upstreamMs) : "null"}` +
+      `,"endpoint":${scope.endpoint === null ? "null" : JSON.stringify(scope.endpoint)}` +
       `,"identity":${scope.identity === "" ? "null" : JSON.stringify(scope.identity)}` +
       `,"remaining":${decision === null ? "null" : decision.remaining}` +
       `,"clientIp":${JSON.stringify(scope.clientIp)},"protocol":"${scope.protocol}"`;

@@ -8,6 +8,7 @@
  */
 import { Counter, Gauge, Histogram, collectDefaultMetrics, type Registry } from "prom-client";
 import { HotCounter, HotHistogram } from "./hot-families.js";
+import { createUpstreamPoolMetrics, type UpstreamPoolMetrics } from "./upstream-metrics.js";
 
 /** Latency buckets (s): sub-millisecond to the default upstream timeout. */
 const LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
@@ -72,6 +73,8 @@ export interface GatewayMetrics {
   jwksFetches: Counter<"result">;
   jwtValidations: HotCounter<"result">;
   upstreamErrors: Counter<"upstream" | "reason">;
+  /** Upstream pools (SPEC §16). */
+  pool: UpstreamPoolMetrics;
   configReloads: Counter<"result">;
   buildInfo: Gauge<"version" | "node_version">;
   /**
@@ -191,6 +194,7 @@ export function createMetrics(registry: Registry, version: string): GatewayMetri
       labelNames: ["upstream", "reason"],
       registers,
     }),
+    pool: createUpstreamPoolMetrics(registry),
     configReloads: new Counter({ ...CONFIG_RELOADS, registers }),
     buildInfo: new Gauge({
       name: "gateway_build_info",

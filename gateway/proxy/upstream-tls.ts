@@ -7,9 +7,7 @@ import { readFileSync } from "node:fs";
 import { isIP } from "node:net";
 import path from "node:path";
 import { ConfigFileError } from "../config/finding.js";
-import type { GatewayConfig } from "../config/schema.js";
-
-type UpstreamConfig = GatewayConfig["upstreams"][string];
+import type { UpstreamConfig } from "../config/upstream-schema.js";
 
 /** Options for `tls.connect` (undici's `connect`, `https.Agent`). */
 export interface UpstreamTls {
@@ -26,13 +24,20 @@ export interface UpstreamTls {
 
 /**
  * @param name - the upstream's config name (for error messages)
+ * @param url - the endpoint's URL (its host name is the default SNI); every endpoint of one upstream
+ *   shares its scheme
  * @param baseDir - directory relative file names resolve against (the config file's)
  * @returns the settings, or null for an `http://` upstream
  * @throws ConfigFileError naming the key path (`upstreams.<name>.tls.ca_file: cannot read ...`) when a file
  *   cannot be read
  */
-export function upstreamTls(name: string, cfg: UpstreamConfig, baseDir: string): UpstreamTls | null {
-  const url = new URL(cfg.url);
+export function upstreamTls(
+  name: string,
+  cfg: UpstreamConfig,
+  endpointUrl: string,
+  baseDir: string,
+): UpstreamTls | null {
+  const url = new URL(endpointUrl);
   if (url.protocol !== "https:") return null;
   const t = cfg.tls;
   const read = (key: "ca_file" | "cert_file" | "key_file"): Buffer | undefined => {

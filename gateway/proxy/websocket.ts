@@ -5,12 +5,12 @@
  *
  * - The connect timer watches the upstream socket (`connect_timeout_ms`), the response timer the
  *   handshake (`timeout_ms`); both stop once the upstream answers.
- * - A 101 gets the gateway's headers ({@link UpgradeSink.upgraded}); a non-101 answer is an ordinary
- *   response: hop-by-hop fields removed, the gateway's headers added, counted with its own status
- *   ({@link UpgradeSink.refused}); an upstream failure before either is a 502/504 on the still-HTTP
- *   socket ({@link UpgradeSink.failed}).
+ * - A 101 gets the gateway's headers ({@link UpgradeExchange.upgraded}); a non-101 answer is an
+ *   ordinary response: hop-by-hop fields removed, the gateway's headers added, counted with its own
+ *   status ({@link UpgradeExchange.refused}); an upstream failure before either is reported to the
+ *   exchange ({@link UpgradeExchange.failed}), which the core answers 502/504 on the still-HTTP socket.
  *
- * Event handlers are hoisted; the sink finds the request's own state on `req`.
+ * The handlers are per endpoint; each finds its handshake's exchange on `req` under {@link UPGRADE}.
  */
 import type { Agent, ClientRequest, IncomingMessage } from "node:http";
 import type { Socket } from "node:net";
@@ -19,15 +19,19 @@ import type { UpstreamErrorReason } from "../observability/metrics.js";
 import type { HeaderMap } from "../facts.js";
 import { CONNECT_TIMEOUT_CODE, RESPONSE_TIMEOUT_CODE, upstreamErrorReason } from "./upstream-errors.js";
 
-/** The transport's side of an upgrade. */
-export interface UpgradeSink {
-  /** The upstream switched protocols: add the gateway's headers to the 101, in place. */
-  upgraded(req: IncomingMessage, headers: HeaderMap): void;
-  /** The upstream answered the handshake with `status` (not 101): edit its headers in place. */
-  refused(req: IncomingMessage, status: number, headers: HeaderMap): void;
+/** The exchange of one handshake, found on its request under {@link UPGRADE}. */
+export interface UpgradeExchange {
+  /** The upstream switched protocols: the gateway's fields go on the 101, in place, now. */
+  upgraded(headers: HeaderMap): void;
+  /** The upstream answered with `status` (not 101): its fields are edited in place, now. */
+  refused(status: number, headers: HeaderMap): void;
   /** The upstream failed before answering (the client socket still speaks HTTP) or after. */
-  failed(req: IncomingMessage, socket: Socket, reason: UpstreamErrorReason, upstream: string): void;
+  failed(socket: Socket, reason: UpstreamErrorReason): void;
 }
+
+/** The slot of a handshake's {@link UpgradeExchange} on its `IncomingMessage`. */
+export const UPGRADE: unique symbol = Symbol("gateway.upgrade");
+type Handshake = IncomingMessage & { [UPGRADE]?: UpgradeExchange };
 
 /** Timings of one upstream. */
 export interface UpgradeTimeouts {
@@ -37,23 +41,16 @@ export interface UpgradeTimeouts {
   connectTimeoutMs: number;
 }
 
-/** Relays WebSocket handshakes to one upstream. */
+/** Relays WebSocket handshakes to one endpoint. */
 export class WebSocketRelay {
   private readonly proxy: ProxyServer;
 
   /**
-   * @param target - the upstream URL
-   * @param agent - the upstream client's keep-alive agent (`http.Agent` or `https.Agent` with its TLS)
+   * @param target - the endpoint's URL
+   * @param agent - the endpoint's keep-alive agent (`http.Agent` or `https.Agent` with its TLS)
    * @param rejectUnauthorized - verify the upstream's certificate (http-proxy's `secure`)
    */
-  constructor(
-    readonly upstream: string,
-    target: string,
-    agent: Agent,
-    rejectUnauthorized: boolean,
-    timeouts: UpgradeTimeouts,
-    sink: UpgradeSink,
-  ) {
+  constructor(target: string, agent: Agent, rejectUnauthorized: boolean, timeouts: UpgradeTimeouts) {
     this.proxy = new ProxyServer({
       target,
       agent,
@@ -63,7 +60,7 @@ export class WebSocketRelay {
       secure: rejectUnauthorized,
     });
     const { timeoutMs, connectTimeoutMs } = timeouts;
-    this.proxy.on("proxyReqWs", (proxyReq: ClientRequest, req: IncomingMessage) => {
+    this.proxy.on("proxyReqWs", (proxyReq: ClientRequest, req: Handshake) => {
       proxyReq.setTimeout(timeoutMs, onResponseTimeout);
       proxyReq.once("socket", (s: Socket) => {
         if (s.connecting) armConnectTimer(proxyReq, s, connectTimeoutMs);
@@ -71,16 +68,18 @@ export class WebSocketRelay {
       proxyReq.once("upgrade", (proxyRes: IncomingMessage, proxySocket: Socket) => {
         proxyReq.setTimeout(0);
         proxySocket.setTimeout(0);
-        sink.upgraded(req, proxyRes.headers);
+        req[UPGRADE]?.upgraded(proxyRes.headers);
       });
       // Before http-proxy-3's own listener, which copies these headers to the client.
       proxyReq.prependListener("response", (proxyRes: IncomingMessage) => {
         proxyReq.setTimeout(0);
-        sink.refused(req, proxyRes.statusCode ?? 502, proxyRes.headers);
+        req[UPGRADE]?.refused(proxyRes.statusCode ?? 502, proxyRes.headers);
       });
     });
-    this.proxy.on("error", (err: NodeJS.ErrnoException, req: IncomingMessage, socket: unknown) => {
-      sink.failed(req, socket as Socket, upstreamErrorReason(err), upstream);
+    this.proxy.on("error", (err: NodeJS.ErrnoException, req: Handshake, socket: unknown) => {
+      const exchange = req[UPGRADE];
+      if (exchange !== undefined) exchange.failed(socket as Socket, upstreamErrorReason(err));
+      else (socket as Socket).destroy();
     });
     // A client abort during the exchange: nothing to answer, http-proxy destroys the request.
     this.proxy.on("econnreset", () => {});

@@ -12,16 +12,14 @@ import type { TLSSocket } from "node:tls";
 import { performance } from "node:perf_hooks";
 import type { ErrorCode } from "../errors.js";
 import type { HeaderMap, RequestFacts } from "../facts.js";
-import type { UpstreamErrorReason } from "../observability/metrics.js";
-import type { UpgradeSink } from "../proxy/websocket.js";
 import { errorResponse, jsonResponse, preflightResponse, type GatewayResponse } from "../responses.js";
 import { SCOPE, type RequestScope } from "../scope.js";
 import { clientCertSubject } from "./client-cert.js";
 import { serializeResponse } from "./raw-response.js";
-import { onResponseClose, upstreamErrorCode, Writer, type Scoped } from "./writer.js";
+import { onResponseClose, Writer, type Scoped } from "./writer.js";
 
-/** Listeners for a `node:http` (or HTTP/1.1-on-TLS) server, and the upgrade sink of its upstreams. */
-export class Http1Transport extends Writer<ServerResponse> implements UpgradeSink {
+/** Listeners for a `node:http` (or HTTP/1.1-on-TLS) server. */
+export class Http1Transport extends Writer<ServerResponse> {
   constructor(deps: ConstructorParameters<typeof Writer>[0]) {
     super(deps);
     this.onRequest = this.onRequest.bind(this);
@@ -88,37 +86,6 @@ export class Http1Transport extends Writer<ServerResponse> implements UpgradeSin
     );
   }
 
-  /** {@link UpgradeSink}: the 101 carries the gateway's fields; the exchange is counted as 101. */
-  upgraded(req: IncomingMessage, headers: HeaderMap): void {
-    const scope = (req as Scoped<IncomingMessage>)[SCOPE];
-    if (scope === undefined) return;
-    scope.trace?.upstreamResponded(101);
-    this.d.pipeline.upstreamHead(scope, headers, scope.route!.upstream, true);
-    scope.finish(101, performance.now());
-  }
-
-  /** {@link UpgradeSink}: a non-101 answer is an ordinary response, counted with its status. */
-  refused(req: IncomingMessage, status: number, headers: HeaderMap): void {
-    const scope = (req as Scoped<IncomingMessage>)[SCOPE];
-    if (scope === undefined) return;
-    scope.trace?.upstreamResponded(status);
-    this.d.pipeline.upstreamHead(scope, headers, scope.route!.upstream);
-    headers.connection = "close";
-    scope.finish(status, performance.now());
-  }
-
-  /** {@link UpgradeSink}: before any answer the socket still speaks HTTP: 502/504 on it. */
-  failed(req: IncomingMessage, socket: Socket, reason: UpstreamErrorReason, upstream: string): void {
-    this.d.metrics.upstreamErrors.inc({ upstream, reason });
-    const scope = (req as Scoped<IncomingMessage>)[SCOPE];
-    scope?.trace?.upstreamFailed(reason);
-    if (scope === undefined || scope.finished || !socket.writable) {
-      socket.destroy();
-      return;
-    }
-    this.writeRaw(socket, scope, errorResponse(scope, upstreamErrorCode(reason), this.d.clock.nowMs()));
-  }
-
   protected send(res: ServerResponse, r: GatewayResponse): void {
     if (res.headersSent || res.destroyed) return;
     if (r.closesConnection || res.socket === null || !res.shouldKeepAlive) r.headers.connection = "close";
@@ -126,7 +93,7 @@ export class Http1Transport extends Writer<ServerResponse> implements UpgradeSin
     res.end(r.body);
   }
 
-  protected writeHead(res: ServerResponse, status: number, message: string, headers: HeaderMap): void {
+  writeHead(res: ServerResponse, status: number, message: string, headers: HeaderMap): void {
     // The upstream's Connection and Keep-Alive fields were stripped (hop-by-hop): Node writes this
     // connection's own, `Connection: keep-alive` with `Keep-Alive: timeout=<s>` or
     // `Connection: close` (a drain clears `shouldKeepAlive`), as on the gateway's own answers.
@@ -150,9 +117,7 @@ export class Http1Transport extends Writer<ServerResponse> implements UpgradeSin
       case "preflight":
         return this.writeRaw(socket, scope, preflightResponse(scope, now));
       case "proxy":
-        req.url = outcome.path;
-        scope.upstreamStartMs = performance.now();
-        outcome.upstream.upgrade(req, socket, head, scope.trace);
+        return this.d.pipeline.proxy.upgrade(scope, outcome, req, socket, head);
     }
   }
 

@@ -36,7 +36,7 @@ export class Http2Transport extends Writer<Http2ServerResponse> {
     res.end(r.body);
   }
 
-  protected writeHead(res: Http2ServerResponse, status: number, _message: string, headers: HeaderMap): void {
+  writeHead(res: Http2ServerResponse, status: number, _message: string, headers: HeaderMap): void {
     // The core removed the hop-by-hop fields (RFC 9110 §7.6.1), which are the connection-specific
     // ones HTTP/2 forbids.
     res.writeHead(status, headers);

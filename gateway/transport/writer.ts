@@ -1,7 +1,7 @@
 /**
  * What every transport writer shares: it opens a request's scope, hands the request's facts to the
- * core (`pipeline.ts`), and writes the outcome — a gateway response, or a proxied exchange on the
- * upstream client, whose head and failures come back through {@link UpstreamSink}. Subclasses
+ * core (`pipeline.ts`), and writes the outcome: a gateway response, or the head of a proxied
+ * exchange (the core's proxy step runs it) and whatever the core makes of its end. Subclasses
  * (`http1.ts`, `http2.ts`) are the only code that knows their `node:` server objects; they add what
  * their protocol needs (HTTP/1.1: `Connection`, upgrades, parser refusals; HTTP/2: pseudo-headers,
  * no connection-specific fields).
@@ -10,12 +10,13 @@ import { randomUUID } from "node:crypto";
 import { performance } from "node:perf_hooks";
 import type { Logger } from "pino";
 import type { Clock } from "../clock.js";
-import { ERROR_CATALOG, type ErrorCode } from "../errors.js";
 import type { ClientProtocol, HeaderMap, RequestFacts } from "../facts.js";
-import type { GatewayMetrics, UpstreamErrorReason } from "../observability/metrics.js";
+import type { GatewayMetrics } from "../observability/metrics.js";
 import type { Outcome } from "../outcome.js";
 import type { Pipeline } from "../pipeline.js";
-import type { ProxyRequest, ResponseTarget, UpstreamSink } from "../proxy/sink.js";
+import type { HeadWriter } from "../proxy/exchange.js";
+import type { ProxyRequest, ResponseTarget } from "../proxy/sink.js";
+import { CUT } from "../proxy-step.js";
 import { errorResponse, jsonResponse, preflightResponse, type GatewayResponse } from "../responses.js";
 import type { Runtime } from "../runtime.js";
 import { RequestScope, SCOPE, type FinishObserver } from "../scope.js";
@@ -38,7 +39,7 @@ export interface WriterDeps {
 }
 
 /** The shared part of the transport writers. */
-export abstract class Writer<Res extends ResponseTarget> implements UpstreamSink {
+export abstract class Writer<Res extends ResponseTarget> implements HeadWriter<Res> {
   protected readonly d: WriterDeps;
 
   constructor(deps: WriterDeps) {
@@ -48,40 +49,11 @@ export abstract class Writer<Res extends ResponseTarget> implements UpstreamSink
   /** Writes a gateway response on `res` (status, fields, body) as the protocol wants. */
   protected abstract send(res: Res, r: GatewayResponse): void;
 
-  /** Writes the upstream's head on `res`; `headers` already carry the gateway's fields. */
-  protected abstract writeHead(res: Res, status: number, message: string, headers: HeaderMap): void;
-
-  /** {@link UpstreamSink}: the upstream's head, decorated, then written. */
-  responseHead(
-    req: ProxyRequest,
-    res: ResponseTarget,
-    status: number,
-    message: string,
-    headers: HeaderMap,
-    upstream: string,
-  ): void {
-    const scope = (req as Scoped<ProxyRequest>)[SCOPE];
-    if (scope !== undefined) this.d.pipeline.upstreamHead(scope, headers, upstream);
-    this.writeHead(res as Res, status, message, headers);
-  }
-
-  /** {@link UpstreamSink}: 502/504 while the response has not started, else a cut stream. */
-  upstreamError(req: ProxyRequest, res: ResponseTarget, reason: UpstreamErrorReason, upstream: string): void {
-    this.d.metrics.upstreamErrors.inc({ upstream, reason });
-    const scope = (req as Scoped<ProxyRequest>)[SCOPE];
-    if (scope !== undefined && !res.headersSent) {
-      this.send(res as Res, errorResponse(scope, upstreamErrorCode(reason), this.d.clock.nowMs()));
-      return;
-    }
-    // The client must see a broken stream, not a short body; the exchange is logged and counted as
-    // the upstream's failure, not as a client abort.
-    if (scope !== undefined) {
-      const code = upstreamErrorCode(reason);
-      scope.errorCode = code;
-      scope.finish(ERROR_CATALOG[code].status, performance.now());
-    }
-    res.destroy();
-  }
+  /**
+   * {@link HeadWriter}: writes the upstream's head on `res`; `headers` already carry the gateway's
+   * fields.
+   */
+  abstract writeHead(res: Res, status: number, message: string, headers: HeaderMap): void;
 
   /** A new request's scope, on the runtime new requests start on. */
   protected open(
@@ -119,18 +91,11 @@ export abstract class Writer<Res extends ResponseTarget> implements UpstreamSink
         return this.send(res, jsonResponse(scope, outcome.body, now));
       case "preflight":
         return this.send(res, preflightResponse(scope, now));
-      case "proxy":
-        scope.upstreamStartMs = performance.now();
-        outcome.upstream.forward(
-          req,
-          res,
-          scope.method,
-          outcome.path,
-          outcome.headers,
-          hasBody,
-          this,
-          scope.trace,
-        );
+      case "proxy": {
+        const answer = await this.d.pipeline.proxy.plain(scope, outcome, req, hasBody, res, this);
+        if (answer === CUT) res.destroy();
+        else if (answer !== null) this.send(res, answer);
+      }
     }
   }
 
@@ -143,11 +108,6 @@ export abstract class Writer<Res extends ResponseTarget> implements UpstreamSink
       return null;
     }
   }
-}
-
-/** The catalogue code of an upstream failure: 504 for a timeout, else 502. */
-export function upstreamErrorCode(reason: UpstreamErrorReason): ErrorCode {
-  return reason === "timeout" ? "gateway_timeout" : "bad_gateway";
 }
 
 /** `close` listener of a response: the observers are told, with 499 when the client went first. */

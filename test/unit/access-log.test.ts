@@ -43,6 +43,7 @@ interface Fields {
   status: number;
   durationMs: number;
   upstreamMs: number;
+  endpoint?: string | null;
   remaining: number | null;
   /** While tracing is on: the trace and SERVER span ids. */
   trace?: { traceId: string; spanId: string };
@@ -57,6 +58,7 @@ function scopeOf(f: Fields): RequestScope {
   s.identity = f.identity;
   s.clientIp = f.clientIp;
   s.upstreamMs = f.upstreamMs;
+  s.endpoint = f.endpoint ?? null;
   s.decision = f.remaining === null ? null : ({ remaining: f.remaining } as Decision);
   if (f.trace !== undefined) s.trace = f.trace as RequestTrace;
   return s;
@@ -77,6 +79,7 @@ function expected(f: Fields): Omit<AccessLine, "time"> {
     status: f.status,
     durationMs: round(f.durationMs),
     upstreamMs: f.upstreamMs >= 0 ? round(f.upstreamMs) : null,
+    endpoint: f.endpoint ?? null,
     identity: f.identity === "" ? null : f.identity,
     remaining: f.remaining,
     clientIp: f.clientIp,
@@ -113,6 +116,7 @@ const fields: fc.Arbitrary<Fields> = fc.record({
   status: fc.constantFrom(200, 401, 429, 499, 502),
   durationMs: fc.double({ min: 0, max: 1e6, noNaN: true }),
   upstreamMs: fc.oneof(fc.constant(-1), fc.double({ min: 0, max: 1e6, noNaN: true })),
+  endpoint: fc.option(fc.string({ unit: "binary", maxLength: 30 })),
   remaining: fc.option(fc.nat()),
   trace: fc.option(
     fc.record({
@@ -154,6 +158,7 @@ describe("AccessLog", () => {
       status: 200,
       durationMs: 1.23456,
       upstreamMs: 0.5,
+      endpoint: "10.0.0.2:3000",
       remaining: 7,
     };
     expectPinoBytes(f);

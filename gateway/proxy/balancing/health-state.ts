@@ -19,11 +19,20 @@ export interface HealthThresholds {
 
 /** Consecutive pass and fail counts of one endpoint, and whether it is healthy. */
 export class HealthState {
-  private isHealthy = true;
+  private isHealthy: boolean;
   /** Consecutive results that contradict the current state (passes while unhealthy, fails while healthy). */
   private streak = 0;
 
-  constructor(private readonly thresholds: HealthThresholds) {}
+  /**
+   * @param healthy - the state to start in: true for a new endpoint; what the previous probes found
+   *   when a reloaded configuration probes it again
+   */
+  constructor(
+    private readonly thresholds: HealthThresholds,
+    healthy = true,
+  ) {
+    this.isHealthy = healthy;
+  }
 
   /** true until `unhealthyThreshold` failures in a row, then false until `healthyThreshold` passes in a row. */
   get healthy(): boolean {

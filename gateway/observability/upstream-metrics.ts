@@ -1,0 +1,84 @@
+/**
+ * The metric families of upstream pools (SPEC §16): endpoint availability, calls per endpoint,
+ * health-check probes, ejections and panic routing. Label values are configuration names
+ * (upstream) and endpoints as configured (`host:port`), never request data.
+ */
+import { Counter, Gauge, type Registry } from "prom-client";
+import { HotCounter } from "./hot-families.js";
+
+/** One endpoint's state as `gateway_upstream_endpoint_available` reads it when collected. */
+export interface EndpointAvailability {
+  readonly upstream: string;
+  readonly endpoint: string;
+  readonly available: boolean;
+}
+
+/** Where the availability gauge reads the endpoints of the configuration in force. */
+export interface EndpointStates {
+  /** Every endpoint of every upstream, or none before a configuration is built. */
+  current: () => Iterable<EndpointAvailability>;
+}
+
+/** `gateway_upstream_health_checks_total` result label. */
+export type HealthCheckResult = "pass" | "fail";
+
+/** The probes' counter: a gateway's, or with workers the primary's (it alone probes). */
+export function createHealthCheckMetric(registry: Registry): Counter<"upstream" | "endpoint" | "result"> {
+  return new Counter({
+    name: "gateway_upstream_health_checks_total",
+    help: "Active health-check probes by upstream, endpoint and result (pass, fail).",
+    labelNames: ["upstream", "endpoint", "result"],
+    registers: [registry],
+  });
+}
+
+/** Upstream pool families of one gateway. */
+export interface UpstreamPoolMetrics {
+  endpointRequests: HotCounter<"upstream" | "endpoint">;
+  endpointAvailable: Gauge<"upstream" | "endpoint">;
+  healthChecks: Counter<"upstream" | "endpoint" | "result">;
+  ejections: Counter<"upstream" | "endpoint">;
+  panic: Counter<"upstream">;
+  /** Set by the gateway once its configuration is built. */
+  states: EndpointStates;
+}
+
+/** Creates and registers the upstream pool families on `registry`. */
+export function createUpstreamPoolMetrics(registry: Registry): UpstreamPoolMetrics {
+  const registers = [registry];
+  const states: EndpointStates = { current: () => [] };
+  return {
+    endpointRequests: new HotCounter({
+      name: "gateway_upstream_endpoint_requests_total",
+      help: "Calls sent to each endpoint of each upstream (every attempt).",
+      labelNames: ["upstream", "endpoint"],
+      registers,
+    }),
+    endpointAvailable: new Gauge({
+      name: "gateway_upstream_endpoint_available",
+      help: "1 while an endpoint is available (healthy and not ejected), else 0.",
+      labelNames: ["upstream", "endpoint"],
+      registers,
+      collect() {
+        this.reset();
+        for (const e of states.current()) {
+          this.set({ upstream: e.upstream, endpoint: e.endpoint }, e.available ? 1 : 0);
+        }
+      },
+    }),
+    healthChecks: createHealthCheckMetric(registry),
+    ejections: new Counter({
+      name: "gateway_upstream_ejections_total",
+      help: "Endpoints ejected by outlier detection, by upstream and endpoint.",
+      labelNames: ["upstream", "endpoint"],
+      registers,
+    }),
+    panic: new Counter({
+      name: "gateway_upstream_panic_total",
+      help: "Calls routed with no endpoint available (spread over all endpoints), by upstream.",
+      labelNames: ["upstream"],
+      registers,
+    }),
+    states,
+  };
+}

@@ -1,0 +1,138 @@
+/**
+ * The core's proxy step (SPEC §1 step 8-9, §16): it runs the exchange the core decided on and maps
+ * its result to what the transport still has to write — nothing (the answer was relayed), the
+ * catalogue's 502/504 (SPEC §2), or a cut stream when the upstream failed mid-body. This is the one
+ * place that chooses between 502 and 504; the exchange (`proxy/exchange.ts`) owns the metric of
+ * the failure and the CLIENT span, and applies the core's fields to the head through
+ * {@link ProxyStep.upstreamHead}.
+ */
+import type { IncomingMessage } from "node:http";
+import type { Socket } from "node:net";
+import { performance } from "node:perf_hooks";
+import type { Clock } from "./clock.js";
+import { ERROR_CATALOG, type ErrorCode } from "./errors.js";
+import type { HeaderMap } from "./facts.js";
+import type { HotMetrics } from "./observability/hot-metrics.js";
+import type { UpstreamErrorReason } from "./observability/metrics.js";
+import type { ProxyOutcome } from "./outcome.js";
+import type { Endpoint } from "./proxy/endpoint.js";
+import { exchange, type ExchangeResult, type HeadDecorator, type HeadWriter } from "./proxy/exchange.js";
+import { exchangeUpgrade } from "./proxy/exchange-upgrade.js";
+import { stripHopByHop } from "./proxy/forwarded.js";
+import type { ProxyRequest, ResponseTarget } from "./proxy/sink.js";
+import { addGatewayFields, errorResponse, type GatewayResponse } from "./responses.js";
+import { serializeResponse } from "./transport/raw-response.js";
+import type { RequestScope } from "./scope.js";
+
+/** The transport destroys the client's stream: the upstream failed after the head went out. */
+export const CUT = "cut" as const;
+
+/** What is left to write after an exchange: nothing, a gateway response, or {@link CUT}. */
+export type ProxyAnswer = GatewayResponse | typeof CUT | null;
+
+/** The catalogue code of an upstream failure: 504 for a timeout, else 502 (SPEC §2). */
+export function upstreamErrorCode(reason: UpstreamErrorReason): ErrorCode {
+  return reason === "timeout" ? "gateway_timeout" : "bad_gateway";
+}
+
+/** The proxy step of one gateway's core. */
+export class ProxyStep implements HeadDecorator<RequestScope> {
+  constructor(
+    private readonly clock: Clock,
+    private readonly hot: HotMetrics,
+  ) {}
+
+  /**
+   * Proxies a plain request and streams the answer into `res`.
+   * @param body - the client's request (its body streams upstream when `hasBody`)
+   * @param writer - the transport, which writes the decorated head on `res`
+   */
+  async plain<R extends ResponseTarget>(
+    scope: RequestScope,
+    outcome: ProxyOutcome,
+    body: ProxyRequest,
+    hasBody: boolean,
+    res: R,
+    writer: HeadWriter<R>,
+  ): Promise<ProxyAnswer> {
+    scope.upstreamStartMs = performance.now();
+    const result = await exchange(
+      outcome.upstream,
+      {
+        method: scope.method,
+        path: outcome.path,
+        headers: outcome.headers,
+        body,
+        hasBody,
+        hashKey: outcome.hashKey,
+      },
+      res,
+      scope,
+      this,
+      writer,
+      scope.trace,
+    );
+    return this.answer(scope, result);
+  }
+
+  /**
+   * Proxies a WebSocket handshake (`req.url` is set to the path to send here); resolves once the
+   * upstream answered or failed (then the 502/504 was written on the client socket).
+   */
+  async upgrade(
+    scope: RequestScope,
+    outcome: ProxyOutcome,
+    req: IncomingMessage,
+    socket: Socket,
+    head: Buffer,
+  ): Promise<void> {
+    req.url = outcome.path;
+    scope.upstreamStartMs = performance.now();
+    const result = await exchangeUpgrade(
+      outcome.upstream,
+      { req, socket, head, hashKey: outcome.hashKey },
+      scope,
+      this,
+      scope.trace,
+    );
+    if (result.status !== 0) {
+      scope.endpoint = result.endpoint.name;
+      scope.finish(result.status, performance.now());
+    }
+  }
+
+  /** {@link HeadDecorator}: the 502/504 on the raw socket, now. */
+  handshakeFailed(scope: RequestScope, socket: Socket, result: ExchangeResult): void {
+    const answer = this.answer(scope, result);
+    if (answer === null || answer === CUT) return;
+    socket.end(serializeResponse(answer));
+    scope.finish(answer.status, performance.now());
+  }
+
+  /**
+   * {@link HeadDecorator}: the upstream's head (SPEC §3, §6), in place: timed, hop-by-hop fields
+   * removed (a 101 keeps `Connection: Upgrade`), `Transfer-Encoding` left to the transport, which
+   * re-frames the body, and the gateway's fields written over the upstream's.
+   */
+  upstreamHead(scope: RequestScope, headers: HeaderMap, endpoint: Endpoint, upgraded: boolean): void {
+    scope.upstreamMs = performance.now() - scope.upstreamStartMs;
+    scope.endpoint = endpoint.name;
+    this.hot.upstream(scope.route!.upstream, scope.upstreamMs / 1000);
+    stripHopByHop(headers, upgraded);
+    if (headers["transfer-encoding"] !== undefined) delete headers["transfer-encoding"];
+    addGatewayFields(headers, scope, this.clock.nowMs(), true);
+  }
+
+  /** The one mapping of an exchange's end to what is still to be written. */
+  private answer(scope: RequestScope, result: ExchangeResult): ProxyAnswer {
+    scope.endpoint = result.endpoint.name;
+    if (result.failure === null) return null;
+    const code = upstreamErrorCode(result.failure);
+    if (!result.responseStarted) return errorResponse(scope, code, this.clock.nowMs());
+    // The client must see a broken stream, not a short body; the exchange is logged and counted as
+    // the upstream's failure, not as a client abort.
+    scope.errorCode = code;
+    scope.finish(ERROR_CATALOG[code].status, performance.now());
+    return CUT;
+  }
+}

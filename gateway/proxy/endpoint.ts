@@ -1,0 +1,98 @@
+/**
+ * One origin of an upstream (SPEC §16), Envoy's host in a cluster: its undici pool for plain
+ * requests, its keep-alive agent and http-proxy-3 relay for WebSocket upgrades (both with the
+ * upstream's TLS settings), its timeouts, and the state a balancer reads (`available`,
+ * `inFlight`). Everything that talks to this origin goes through it.
+ */
+import http from "node:http";
+import https from "node:https";
+import { Pool } from "undici";
+import type { UpstreamConfig } from "../config/upstream-schema.js";
+import { endpointName } from "../config/upstream-schema.js";
+import type { HotCount } from "../observability/hot-families.js";
+import type { BalancedEndpoint } from "./balancing/balancer.js";
+import type { UpstreamTls } from "./upstream-tls.js";
+import { WebSocketRelay } from "./websocket.js";
+
+/** One endpoint of an upstream. */
+export class Endpoint implements BalancedEndpoint {
+  /** Position in its upstream's endpoint list (the balancer's and outlier detector's index). */
+  readonly index: number;
+  /** `host:port` as configured: its name in metrics, logs and the admin listener. */
+  readonly name: string;
+  readonly url: string;
+  readonly weight: number;
+  /** Healthy (active checks) and not ejected (outlier detection): maintained by the upstream. */
+  available = true;
+  /** Active health-check state (true without `health_check`). */
+  healthy = true;
+  /** Ejected by this process's outlier detection. */
+  ejected = false;
+  /** Calls in flight to this endpoint in this process (every attempt, upgrades until answered). */
+  inFlight = 0;
+  readonly pool: Pool;
+  readonly ws: WebSocketRelay;
+  /** The URL's path without its trailing slash ("" for the root), prepended to every path. */
+  readonly basePath: string;
+  /** `server.address` and `server.port` of the CLIENT spans (SPEC §13, §16). */
+  readonly address: string;
+  readonly port: number;
+  /** `gateway_upstream_endpoint_requests_total{upstream,endpoint}`, bound once. */
+  readonly requests: HotCount;
+  private readonly agent: http.Agent;
+
+  /**
+   * @param cfg - the upstream's settings: timeout_ms (silence before and during the body, ms),
+   *   connect_timeout_ms (ms), max_sockets (connections to this endpoint), keep_alive_ms (ms)
+   * @param tls - the endpoint's TLS settings (`https://`), or null
+   * @param requests - this endpoint's child of the per-endpoint request counter
+   */
+  constructor(
+    index: number,
+    url: string,
+    weight: number,
+    cfg: UpstreamConfig,
+    tls: UpstreamTls | null,
+    requests: HotCount,
+  ) {
+    this.index = index;
+    this.url = url;
+    this.weight = weight;
+    this.name = endpointName(url);
+    this.requests = requests;
+    const u = new URL(url);
+    this.basePath = u.pathname.replace(/\/+$/, "");
+    this.address = u.hostname.replace(/^\[|\]$/g, "");
+    this.port = u.port === "" ? (u.protocol === "https:" ? 443 : 80) : Number(u.port);
+    this.pool = new Pool(u.origin, {
+      connections: cfg.max_sockets,
+      pipelining: 1,
+      keepAliveTimeout: cfg.keep_alive_ms,
+      // An upstream's `Keep-Alive: timeout=N` may shorten, never lengthen, the configured idle time.
+      keepAliveMaxTimeout: cfg.keep_alive_ms,
+      headersTimeout: cfg.timeout_ms,
+      bodyTimeout: cfg.timeout_ms,
+      connect: { timeout: cfg.connect_timeout_ms, ...tls },
+    });
+    const agentOptions = {
+      keepAlive: true,
+      maxSockets: cfg.max_sockets,
+      maxFreeSockets: Math.min(cfg.max_sockets, 64),
+      timeout: cfg.keep_alive_ms,
+      scheduling: "lifo" as const,
+    };
+    this.agent = tls === null ? new http.Agent(agentOptions) : new https.Agent({ ...agentOptions, ...tls });
+    this.ws = new WebSocketRelay(url, this.agent, tls?.rejectUnauthorized ?? true, {
+      timeoutMs: cfg.timeout_ms,
+      connectTimeoutMs: cfg.connect_timeout_ms,
+    });
+  }
+
+  /** Closes pooled sockets (and aborts what still runs on them). */
+  close(): void {
+    this.agent.destroy();
+    this.pool.destroy().catch(ignore);
+  }
+}
+
+function ignore(): void {}

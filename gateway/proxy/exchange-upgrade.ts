@@ -1,0 +1,115 @@
+/**
+ * The exchange of a WebSocket handshake (SPEC §6, §16): balanced like any call, relayed by the
+ * chosen endpoint's http-proxy-3 relay, which writes the upstream's answer itself. The core's
+ * fields are therefore applied synchronously when the answer arrives (a 101, or any other status
+ * relayed as an ordinary response with `Connection: close`), and so is its 502/504 when the upstream
+ * fails before any answer (http-proxy-3 ends the client socket right after); the result says how it
+ * ended.
+ */
+import type { IncomingMessage } from "node:http";
+import type { Socket } from "node:net";
+import type { HeaderMap } from "../facts.js";
+import type { UpstreamErrorReason } from "../observability/metrics.js";
+import type { RequestTrace } from "../observability/tracing/request-trace.js";
+import type { Endpoint } from "./endpoint.js";
+import type { ExchangeResult, HeadDecorator } from "./exchange.js";
+import type { Upstream } from "./upstream.js";
+import { UPGRADE, type UpgradeExchange } from "./websocket.js";
+
+/** What an upgrade exchange sends. */
+export interface UpgradeRequest {
+  /** The handshake, `url` already the path to send and `headers` prepared. */
+  readonly req: IncomingMessage;
+  readonly socket: Socket;
+  /** The bytes read past the handshake's head. */
+  readonly head: Buffer;
+  /** The balancer's hash key (`consistent_hash`), else undefined. */
+  readonly hashKey: string | undefined;
+}
+
+/**
+ * Runs one handshake on `upstream`; after a 101 the relay pipes both ways on its own.
+ * @returns the result once the upstream answered or failed
+ */
+export function exchangeUpgrade<C>(
+  upstream: Upstream,
+  request: UpgradeRequest,
+  context: C,
+  decorator: HeadDecorator<C>,
+  trace: RequestTrace | null,
+): Promise<ExchangeResult> {
+  const endpoint = upstream.pick(request.hashKey);
+  return new HandshakeExchange(upstream, endpoint, context, decorator, trace).start(request);
+}
+
+class HandshakeExchange<C> implements UpgradeExchange, ExchangeResult {
+  status = 0;
+  failure: UpstreamErrorReason | null = null;
+  responseStarted = false;
+  clientLeft = false;
+  private done = false;
+  private resolve: ((r: ExchangeResult) => void) | null = null;
+
+  constructor(
+    private readonly upstream: Upstream,
+    readonly endpoint: Endpoint,
+    private readonly context: C,
+    private readonly decorator: HeadDecorator<C>,
+    private readonly trace: RequestTrace | null,
+  ) {}
+
+  start({ req, socket, head }: UpgradeRequest): Promise<ExchangeResult> {
+    const done = new Promise<ExchangeResult>((resolve) => (this.resolve = resolve));
+    const endpoint = this.endpoint;
+    (req as IncomingMessage & { [UPGRADE]?: UpgradeExchange })[UPGRADE] = this;
+    endpoint.inFlight++;
+    endpoint.requests.inc();
+    this.trace?.startUpstream(req.method ?? "GET", endpoint.address, endpoint.port, req.headers);
+    endpoint.ws.relay(req, socket, head);
+    return done;
+  }
+
+  upgraded(headers: HeaderMap): void {
+    this.answer(101, headers);
+  }
+
+  refused(status: number, headers: HeaderMap): void {
+    this.answer(status, headers);
+    headers.connection = "close";
+  }
+
+  failed(socket: Socket, reason: UpstreamErrorReason): void {
+    // After an answer the pipe broke: the socket is no longer the core's to answer on.
+    if (this.done || !socket.writable) {
+      socket.destroy();
+      if (!this.done) {
+        this.clientLeft = true;
+        this.trace?.upstreamFailed("aborted");
+        this.settle(null);
+      }
+      return;
+    }
+    this.trace?.upstreamFailed(reason);
+    this.upstream.failed(this.endpoint, reason);
+    this.settle(reason);
+    this.decorator.handshakeFailed(this.context, socket, this);
+  }
+
+  private answer(status: number, headers: HeaderMap): void {
+    this.status = status;
+    this.trace?.upstreamResponded(status);
+    this.upstream.answered(this.endpoint, status);
+    this.decorator.upstreamHead(this.context, headers, this.endpoint, status === 101);
+    this.responseStarted = true;
+    this.settle(null);
+  }
+
+  private settle(failure: UpstreamErrorReason | null): void {
+    if (this.done) return;
+    this.done = true;
+    this.failure = failure;
+    this.endpoint.inFlight--;
+    this.resolve!(this);
+    this.resolve = null;
+  }
+}

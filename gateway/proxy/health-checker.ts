@@ -1,0 +1,154 @@
+/**
+ * Active health checks (SPEC §16): every endpoint of an upstream with a `health_check` gets
+ * `GET <base path><path>` every `interval_ms`; a probe passes on a 2xx or 3xx answer within
+ * `timeout_ms`. An endpoint becomes unhealthy after `unhealthy_threshold` consecutive failing probes
+ * and healthy again after `healthy_threshold` passing ones. Endpoints start healthy and the first
+ * round of probes starts at once, spread over the interval (endpoint i of n first probed at
+ * i × interval / n, so a large pool is never probed all at once: Kong/kong#7409).
+ *
+ * One checker per gateway process, or with `workers` the cluster primary's alone (Kong's
+ * per-worker probing multiplied the probe traffic by the worker count, Kong/kong#6788): it reports
+ * every change to `onChange`, and {@link HealthChecker.states} gives the whole picture to apply
+ * to a configuration built later or a worker that starts later.
+ */
+import { Client } from "undici";
+import type { Logger } from "pino";
+import type { Counter } from "prom-client";
+import type { GatewayConfig } from "../config/schema.js";
+import { endpointName, endpointsOf } from "../config/upstream-schema.js";
+import { HealthState } from "./balancing/health-state.js";
+import { upstreamTls } from "./upstream-tls.js";
+
+/** One endpoint's active health state. */
+export interface HealthReport {
+  upstream: string;
+  /** `host:port` as configured. */
+  endpoint: string;
+  healthy: boolean;
+}
+
+/** Dependencies of a checker. */
+export interface HealthCheckerDeps {
+  /** `gateway_upstream_health_checks_total`. */
+  checks: Counter<"upstream" | "endpoint" | "result">;
+  logger: Logger;
+  /** Told of every change of an endpoint's state. */
+  onChange: (report: HealthReport) => void;
+  /** Directory TLS files resolve against. */
+  baseDir: string;
+}
+
+interface Target {
+  readonly upstream: string;
+  readonly endpoint: string;
+  readonly client: Client;
+  readonly path: string;
+  readonly timeoutMs: number;
+  readonly state: HealthState;
+  timer: NodeJS.Timeout | null;
+}
+
+/** Probes every endpoint of every upstream that has a `health_check`. */
+export class HealthChecker {
+  private readonly targets: Target[] = [];
+  /** `health_check.interval_ms` by upstream (ms). */
+  private readonly intervals: Map<string, number>;
+  private stopped = false;
+
+  /**
+   * @param initial - the state an endpoint starts in (a reload keeps what was known), default healthy
+   * @throws ConfigFileError when an upstream's TLS file cannot be read
+   */
+  constructor(
+    config: GatewayConfig,
+    private readonly deps: HealthCheckerDeps,
+    initial: (upstream: string, endpoint: string) => boolean = () => true,
+  ) {
+    for (const [name, u] of Object.entries(config.upstreams)) {
+      const h = u.health_check;
+      if (h === undefined) continue;
+      for (const e of endpointsOf(u)) {
+        const url = new URL(e.url);
+        const endpoint = endpointName(e.url);
+        const tls = upstreamTls(name, u, e.url, deps.baseDir);
+        this.targets.push({
+          upstream: name,
+          endpoint,
+          client: new Client(url.origin, {
+            pipelining: 1,
+            headersTimeout: h.timeout_ms,
+            bodyTimeout: h.timeout_ms,
+            connect: { timeout: h.timeout_ms, ...tls },
+          }),
+          path: url.pathname.replace(/\/+$/, "") + h.path,
+          timeoutMs: h.timeout_ms,
+          state: new HealthState(
+            { healthyThreshold: h.healthy_threshold, unhealthyThreshold: h.unhealthy_threshold },
+            initial(name, endpoint),
+          ),
+          timer: null,
+        });
+      }
+    }
+    this.intervals = new Map(
+      Object.entries(config.upstreams).map(([n, u]) => [n, u.health_check?.interval_ms ?? 0]),
+    );
+  }
+
+  /** Starts probing (the first round spread over one interval). */
+  start(): void {
+    const byUpstream = new Map<string, Target[]>();
+    for (const t of this.targets) byUpstream.set(t.upstream, [...(byUpstream.get(t.upstream) ?? []), t]);
+    for (const [name, list] of byUpstream) {
+      const interval = this.intervals.get(name)!;
+      list.forEach((t, i) => this.schedule(t, Math.floor((i * interval) / list.length)));
+    }
+  }
+
+  /** Every probed endpoint's state now. */
+  states(): HealthReport[] {
+    return this.targets.map((t) => ({
+      upstream: t.upstream,
+      endpoint: t.endpoint,
+      healthy: t.state.healthy,
+    }));
+  }
+
+  /** Stops probing and closes the probes' connections. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    for (const t of this.targets) if (t.timer !== null) clearTimeout(t.timer);
+    await Promise.all(this.targets.map((t) => t.client.destroy().catch(() => {})));
+  }
+
+  private schedule(t: Target, delayMs: number): void {
+    if (this.stopped) return;
+    t.timer = setTimeout(() => void this.probe(t), delayMs);
+    t.timer.unref();
+  }
+
+  private async probe(t: Target): Promise<void> {
+    const startedMs = performance.now();
+    let passed = false;
+    try {
+      const res = await t.client.request({
+        path: t.path,
+        method: "GET",
+        headers: { "user-agent": "api-gateway-health-check" },
+        signal: AbortSignal.timeout(t.timeoutMs),
+      });
+      await res.body.dump();
+      passed = res.statusCode >= 200 && res.statusCode < 400;
+    } catch {
+      passed = false;
+    }
+    if (this.stopped) return;
+    this.deps.checks.inc({ upstream: t.upstream, endpoint: t.endpoint, result: passed ? "pass" : "fail" });
+    if (passed ? t.state.pass() : t.state.fail()) {
+      this.deps.onChange({ upstream: t.upstream, endpoint: t.endpoint, healthy: t.state.healthy });
+    }
+    // The interval counts from the probe's start, so a slow endpoint is not probed less often.
+    const interval = this.intervals.get(t.upstream)!;
+    this.schedule(t, Math.max(0, interval - (performance.now() - startedMs)));
+  }
+}

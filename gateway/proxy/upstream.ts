@@ -1,0 +1,201 @@
+/**
+ * An upstream (SPEC §16), Envoy's cluster: its endpoints, the balancer that picks one per call,
+ * passive outlier detection fed by every call's result, and the active health state its probes
+ * report. It is what the core's proxy outcome names; each {@link Endpoint} owns the connections.
+ */
+import type { Logger } from "pino";
+import type { UpstreamConfig } from "../config/upstream-schema.js";
+import { endpointName, endpointsOf } from "../config/upstream-schema.js";
+import type { UpstreamErrorReason } from "../observability/metrics.js";
+import type { UpstreamPoolMetrics } from "../observability/upstream-metrics.js";
+import type { Counter } from "prom-client";
+import { createBalancer, type Balancer } from "./balancing/balancer.js";
+import { OutlierDetector } from "./balancing/outlier-detector.js";
+import { Endpoint } from "./endpoint.js";
+import type { UpstreamTls } from "./upstream-tls.js";
+
+/** What an upstream reports to. */
+export interface UpstreamDeps {
+  metrics: { pool: UpstreamPoolMetrics; upstreamErrors: Counter<"upstream" | "reason"> };
+  logger: Logger;
+  /** Monotonic milliseconds (outlier ejection times). */
+  nowMs: () => number;
+}
+
+/** `hash_on` compiled: where a call's hash key comes from. */
+export type HashOn =
+  | { readonly kind: "identity" }
+  | { readonly kind: "ip" }
+  | { readonly kind: "header"; readonly name: string };
+
+/** One endpoint in `GET /upstreams` (SPEC §16). */
+export interface EndpointSnapshot {
+  endpoint: string;
+  url: string;
+  weight: number;
+  healthy: boolean;
+  ejected: boolean;
+  in_flight: number;
+}
+
+/** One upstream in `GET /upstreams`. */
+export interface UpstreamSnapshot {
+  balancer: string;
+  endpoints: EndpointSnapshot[];
+}
+
+/** Statuses of the endpoint itself that count as a failed call (SPEC §16 outlier detection). */
+const isGatewayFailure = (status: number): boolean => status === 502 || status === 503 || status === 504;
+
+/** A proxied upstream and its endpoints. */
+export class Upstream {
+  readonly name: string;
+  readonly endpoints: readonly Endpoint[];
+  readonly balancerKind: UpstreamConfig["balancer"];
+  /** The hash key's source with `consistent_hash`, else null (no key is computed). */
+  readonly hashOn: HashOn | null;
+  /** Null for one endpoint: nothing to choose. */
+  private readonly balancer: Balancer | null;
+  private readonly outliers: OutlierDetector | null;
+  /** Endpoints ejected now (their return is checked on pick only while there are some). */
+  private ejectedCount = 0;
+  private readonly panics: ReturnType<Counter<"upstream">["labels"]>;
+
+  /**
+   * @param tls - each endpoint's TLS settings (same order as its endpoints), null entries for http
+   */
+  constructor(
+    name: string,
+    cfg: UpstreamConfig,
+    tls: readonly (UpstreamTls | null)[],
+    private readonly deps: UpstreamDeps,
+  ) {
+    this.name = name;
+    this.balancerKind = cfg.balancer;
+    const pool = deps.metrics.pool;
+    this.endpoints = endpointsOf(cfg).map((e, i) => {
+      const child = pool.endpointRequests.labels({ upstream: name, endpoint: endpointName(e.url) });
+      return new Endpoint(i, e.url, e.weight, cfg, tls[i] ?? null, child);
+    });
+    this.hashOn = cfg.balancer === "consistent_hash" ? compileHashOn(cfg.hash_on ?? "identity") : null;
+    this.balancer = this.endpoints.length > 1 ? createBalancer(cfg.balancer, this.endpoints) : null;
+    const o = cfg.outlier_detection;
+    this.outliers =
+      this.endpoints.length > 1 && o.consecutive_failures > 0
+        ? new OutlierDetector(
+            this.endpoints,
+            {
+              consecutiveFailures: o.consecutive_failures,
+              baseEjectionMs: o.base_ejection_ms,
+              maxEjectionPercent: o.max_ejection_percent,
+            },
+            deps.nowMs,
+            (i: number, ejected: boolean) => this.ejectionChanged(i, ejected),
+          )
+        : null;
+    this.panics = pool.panic.labels({ upstream: name });
+  }
+
+  /**
+   * The endpoint for one call: the balancer's pick among the available ones, or, when none is
+   * available, among all of them (panic routing, counted).
+   * @param key - the hash key (`consistent_hash`), else undefined
+   */
+  pick(key: string | undefined): Endpoint {
+    const balancer = this.balancer;
+    if (balancer === null) {
+      const only = this.endpoints[0]!;
+      if (!only.available) this.panics.inc();
+      return only;
+    }
+    if (this.ejectedCount > 0) this.expireEjections();
+    let i = balancer.pick(key, false);
+    if (i < 0) {
+      this.panics.inc();
+      i = balancer.pick(key, true);
+    }
+    return this.endpoints[i]!;
+  }
+
+  /** The endpoint answered with `status`: a 502/503/504 of its own is a failed call. */
+  answered(endpoint: Endpoint, status: number): void {
+    const o = this.outliers;
+    if (o === null) return;
+    if (isGatewayFailure(status)) o.failure(endpoint.index);
+    else o.success(endpoint.index);
+  }
+
+  /** The call to `endpoint` failed before or during its answer. */
+  failed(endpoint: Endpoint, reason: UpstreamErrorReason): void {
+    this.deps.metrics.upstreamErrors.inc({ upstream: this.name, reason });
+    this.outliers?.failure(endpoint.index);
+  }
+
+  /**
+   * The active health state of one endpoint changed (this process's probes, or the cluster
+   * primary's). Unknown endpoint names are ignored (a configuration that changed meanwhile).
+   */
+  setHealthy(endpointName: string, healthy: boolean): void {
+    const e = this.endpoints.find((x) => x.name === endpointName);
+    if (e === undefined || e.healthy === healthy) return;
+    e.healthy = healthy;
+    e.available = healthy && !e.ejected;
+    this.deps.logger.warn(
+      { upstream: this.name, endpoint: e.name, healthy },
+      healthy ? "upstream endpoint healthy again" : "upstream endpoint unhealthy: failing health checks",
+    );
+  }
+
+  /** `GET /upstreams`' view of this upstream. */
+  snapshot(): UpstreamSnapshot {
+    if (this.ejectedCount > 0) this.expireEjections();
+    return {
+      balancer: this.balancerKind,
+      endpoints: this.endpoints.map((e) => ({
+        endpoint: e.name,
+        url: e.url,
+        weight: e.weight,
+        healthy: e.healthy,
+        ejected: e.ejected,
+        in_flight: e.inFlight,
+      })),
+    };
+  }
+
+  /** Closes every endpoint's connections. */
+  close(): void {
+    for (const e of this.endpoints) e.close();
+  }
+
+  /** Ends the ejections whose time is up (their `onChange` makes the endpoints available). */
+  private expireEjections(): void {
+    const o = this.outliers!;
+    if (this.deps.nowMs() >= o.nextUnejectionAt()) o.refresh();
+  }
+
+  private ejectionChanged(i: number, ejected: boolean): void {
+    const e = this.endpoints[i]!;
+    if (e.ejected === ejected) return;
+    e.ejected = ejected;
+    e.available = e.healthy && !ejected;
+    this.ejectedCount += ejected ? 1 : -1;
+    if (ejected) {
+      this.deps.metrics.pool.ejections.inc({ upstream: this.name, endpoint: e.name });
+      this.deps.logger.warn(
+        { upstream: this.name, endpoint: e.name },
+        "upstream endpoint ejected: consecutive failures",
+      );
+    } else {
+      this.deps.logger.info(
+        { upstream: this.name, endpoint: e.name },
+        "upstream endpoint back from ejection",
+      );
+    }
+  }
+}
+
+function compileHashOn(spec: string): HashOn {
+  if (spec === "identity") return { kind: "identity" };
+  if (spec === "ip") return { kind: "ip" };
+  return { kind: "header", name: spec.slice("header:".length).toLowerCase() };
+}

@@ -55,6 +55,9 @@ export class ProxyStep implements HeadDecorator<RequestScope> {
     res: R,
     writer: HeadWriter<R>,
   ): Promise<ProxyAnswer> {
+    // The client went away while the core authenticated and counted the call (a reset stream, a
+    // closed connection): nothing is sent upstream for it.
+    if (scope.finished) return null;
     scope.upstreamStartMs = performance.now();
     const result = await exchange(
       outcome.upstream,

@@ -202,8 +202,9 @@ class PlainExchange<C, R extends ResponseTarget> implements Dispatcher.DispatchH
 }
 
 function onClientClose(this: Relayed): void {
+  // Not `writableFinished`: an HTTP/2 response reports its reset stream as finished.
   const ex = this[EXCHANGE];
-  if (ex === undefined || ex.done || this.writableFinished) return;
+  if (ex === undefined || ex.done) return;
   ex.clientLeft = true;
   ex.controller?.abort(CLIENT_ABORTED);
 }

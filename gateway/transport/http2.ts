@@ -6,13 +6,14 @@
  * (RFC 9113 §8.2.2) and no reason phrase, and a client's RST_STREAM closes the response, which
  * aborts the upstream request.
  */
-import type { Http2ServerRequest, Http2ServerResponse } from "node:http2";
+import http2, { type Http2ServerRequest, type Http2ServerResponse } from "node:http2";
 import type { TLSSocket } from "node:tls";
 import type { HeaderMap, RequestFacts } from "../facts.js";
 import type { GatewayResponse } from "../responses.js";
 import { SCOPE } from "../scope.js";
 import { clientCertSubject } from "./client-cert.js";
-import { onResponseClose, Writer, type Scoped } from "./writer.js";
+import { performance } from "node:perf_hooks";
+import { Writer, type Scoped } from "./writer.js";
 
 /** The `request` listener for HTTP/2 streams of the TLS listener. */
 export class Http2Transport extends Writer<Http2ServerResponse> {
@@ -26,7 +27,7 @@ export class Http2Transport extends Writer<Http2ServerResponse> {
     const scope = this.open(req.headers["x-request-id"], req.method, "2");
     req[SCOPE] = scope;
     res[SCOPE] = scope;
-    res.on("close", onResponseClose);
+    res.on("close", onStreamClose);
     void this.serve(req, res, scope, factsOf(req), !req.stream.endAfterHeaders);
   }
 
@@ -62,4 +63,13 @@ function factsOf(req: Http2ServerRequest): RequestFacts {
     upgrade: false,
     hostFields: 1,
   };
+}
+
+/**
+ * `close` listener of an HTTP/2 response: the observers are told, with 499 when the client reset
+ * the stream first (a reset stream reports itself `writableFinished`; its `rstCode` tells).
+ */
+function onStreamClose(this: Scoped<Http2ServerResponse>): void {
+  const completed = this.writableFinished && this.stream.rstCode === http2.constants.NGHTTP2_NO_ERROR;
+  this[SCOPE]?.finish(completed ? this.statusCode : 499, performance.now());
 }

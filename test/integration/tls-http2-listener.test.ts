@@ -35,7 +35,8 @@ beforeAll(async () => {
   upstream = await listen((req, res) => {
     if (req.url === "/v1/hold") {
       req.on("error", () => {});
-      held.push({ req, aborted: new Promise<void>((resolve) => req.on("close", () => resolve())) });
+      // The response's close, not the request's: a GET's request closes once read, aborted or not.
+      held.push({ req, aborted: new Promise<void>((resolve) => res.on("close", () => resolve())) });
       return;
     }
     if (req.url === "/v1/download") {

@@ -82,7 +82,7 @@ const idp = VARIANTS.some((v) => v === "jwt" || v === "long")
   ? await startJwtIdp([await signingKey("bench-rs256", "RS256")], 24 * 3600) // outlives every variant
   : undefined;
 const jwt = idp === undefined ? "" : await idp.issueJwt("read");
-const longToken = longOpaqueToken(jwt.length);
+const longToken = idp === undefined ? undefined : longOpaqueToken(jwt.length);
 try {
   const tokensFile = writeWarmTokens(dir, TOKEN, longToken);
   for (const variant of VARIANTS) {
@@ -93,7 +93,7 @@ try {
         : variant === "off" || variant === "long"
           ? {}
           : { tracing: { endpoint: sink.endpoint, sampleRatio: Number(variant) } };
-    const token = variant === "jwt" ? jwt : variant === "long" ? longToken : TOKEN;
+    const token = variant === "jwt" ? jwt : variant === "long" ? longToken! : TOKEN;
     const file = path.join(dir, `${variant}.yaml`);
     writeFileSync(
       file,

@@ -2,7 +2,7 @@
  * Calendar periods (SPEC §19): the one place in TypeScript that says where a `minute`, `hour`,
  * `day`, `week` (from Monday 00:00) or `month` (from the 1st, 00:00) starts and ends, for an instant
  * and a fixed UTC offset (`rate_limits.quota_utc_offset`). Its Lua twin is `lua/calendar.lua`; a
- * property test (test/unit/calendar-lua-agrees.test.ts) runs both through a real `redis-server` and
+ * property test (test/integration/calendar-lua-agrees.test.ts) runs both through a real `redis-server` and
  * requires them to agree. The memory store and `RateLimit-Policy` use this module; the Redis store
  * hands the period and offset to the script, which computes them on Redis `TIME`.
  *

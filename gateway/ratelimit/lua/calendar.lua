@@ -3,7 +3,7 @@ calendar: calendar windows (SPEC §19), the Lua twin of gateway/ratelimit/calend
 after prologue.lua (it reads `now`) and before the algorithm's body when a script is loaded
 (gateway/ratelimit/redis-store.ts luaSource), so every script counts calendar windows alike, in
 the same single call as the class's sliding windows. A property test
-(test/unit/calendar-lua-agrees.test.ts) runs period_bounds through a real redis-server and
+(test/integration/calendar-lua-agrees.test.ts) runs period_bounds through a real redis-server and
 requires it to agree with periodBounds in calendar.ts.
 
 A calendar window's ARGV[2i+2] is "<period>:<offset minutes>" (e.g. "month:540" for +09:00)

@@ -48,7 +48,7 @@ export function addGatewayFields(
     headers["x-ratelimit-reset"] = String(Math.floor(nowMs / 1000) + UNAVAILABLE_RETRY_AFTER_S);
     headers["x-ratelimit-resource"] = p.className;
     if (p.ietfPolicy !== null) {
-      headers["ratelimit-policy"] = p.ietfPolicy;
+      headers["ratelimit-policy"] = p.ietfPolicyAt === null ? p.ietfPolicy : p.ietfPolicyAt(nowMs);
       headers["ratelimit"] = `"${p.ietfItems[0]!}";r=0;t=${UNAVAILABLE_RETRY_AFTER_S}`;
     }
     return;

@@ -11,8 +11,10 @@ function describeEndpoints(u: UpstreamConfig | undefined): string {
   return `${u.balancer}: ${list.join(", ")}`;
 }
 
-const windowsText = (ws: readonly { limit: number; window_s: number }[]): string =>
-  ws.map((w) => `${w.limit}/${w.window_s}s`).join(" + ");
+/** `100/60s + 10000/month`: sliding windows by length, calendar ones by period (SPEC §19). */
+const windowsText = (
+  ws: readonly { limit: number; window_s?: number | undefined; period?: string }[],
+): string => ws.map((w) => `${w.limit}/${w.period ?? `${w.window_s}s`}`).join(" + ");
 
 /**
  * Each plan's effective windows per class (SPEC §10): the plan's own where it names the class,

@@ -1,5 +1,5 @@
 /**
- * The `rate_limits` section (SPEC §4, §7, §10): store, classes, the anonymous class, and whose
+ * The `rate_limits` section (SPEC §4, §7, §10, §19): store, classes, the anonymous class, and whose
  * budget a call spends: `identity`, `plan_claim`, `default_plan`, `plans` and `consumers`.
  *
  * Cross-field checks of the section (an unknown default class or plan, a plan naming an unknown
@@ -7,12 +7,29 @@
  * paths even when another section of the file has problems too.
  */
 import { z } from "zod";
+import { parseUtcOffset, PERIODS } from "../ratelimit/calendar.js";
 import { httpMethod, positiveInt } from "./primitives.js";
 
-const windowSchema = z.strictObject({
-  limit: positiveInt.describe("Requests admitted per window."),
-  window_s: positiveInt.describe("Window length (s)."),
-});
+/** A sliding window (`window_s`, SPEC §4) or a calendar one (`period`, SPEC §19): exactly one. */
+const windowSchema = z
+  .strictObject({
+    limit: positiveInt.describe("Requests admitted per window."),
+    window_s: positiveInt.optional().describe("Sliding window length (s); or `period`."),
+    period: z
+      .enum(PERIODS)
+      .optional()
+      .describe(
+        "Calendar period: minute, hour, day, week (from Monday) or month (from the 1st), starting at 00:00 of `rate_limits.quota_utc_offset`; or `window_s`.",
+      ),
+  })
+  .superRefine((w, ctx) => {
+    if ((w.window_s === undefined) === (w.period === undefined)) {
+      ctx.addIssue({
+        code: "custom",
+        message: `expected exactly one of \`window_s\` (sliding) and \`period\` (calendar), received ${w.window_s === undefined ? "neither" : "both"}`,
+      });
+    }
+  });
 
 const windowsSchema = z.array(windowSchema).min(1, { error: "expected at least one window" });
 
@@ -113,6 +130,13 @@ export const rateLimitsSchema = z
       .default({ windows: [{ limit: 60, window_s: 3600 }] })
       .describe("Windows for unauthenticated calls, keyed by client IP."),
     identity: identitySchema.default("subject"),
+    quota_utc_offset: z
+      .string()
+      .default("+00:00")
+      .refine((o) => parseUtcOffset(o) !== undefined, {
+        error: "expected a UTC offset `±HH:MM` from -12:00 to +14:00",
+      })
+      .describe("Where calendar periods (`period`) start: local midnight of this UTC offset."),
     plan_claim: z
       .string()
       .min(1)

@@ -37,7 +37,8 @@ export function rateLimitHeaders(decision: Decision, policy: ResolvedPolicy): Ra
     retryAfterS,
   };
   if (policy.ietfPolicy !== null) {
-    h.ietfPolicy = policy.ietfPolicy;
+    // A `month` window's `w` is the length of the month at hand (SPEC §19).
+    h.ietfPolicy = policy.ietfPolicyAt === null ? policy.ietfPolicy : policy.ietfPolicyAt(decision.nowMs);
     // t: seconds until the quota unit frees; equals Retry-After on a 429.
     h.ietf = `"${policy.ietfItems[decision.windowIndex]!}";r=${decision.remaining};t=${retryAfterS}`;
   }

@@ -4,21 +4,39 @@
  * store, the Redis store, and the failover wrapper that combines them.
  */
 import type { RequestTrace } from "../observability/tracing/request-trace.js";
+import type { Period } from "./calendar.js";
 
-/** One window: `limit` calls per `windowS` seconds. */
-export interface WindowSpec {
+/** A sliding window (SPEC §4): `limit` calls per `windowS` seconds. */
+export interface SlidingWindowSpec {
   limit: number;
   /** Window length (s). */
   windowS: number;
+  period?: undefined;
+  offsetMs?: undefined;
 }
 
-/** Sliding-window algorithm of a class. */
+/**
+ * A calendar window (SPEC §19): `limit` calls per calendar `period`, periods starting at midnight
+ * (Mondays, the 1st) of the fixed UTC offset `offsetMs` (`rate_limits.quota_utc_offset`).
+ */
+export interface CalendarWindowSpec {
+  limit: number;
+  period: Period;
+  /** UTC offset the periods are aligned to (ms east of UTC). */
+  offsetMs: number;
+  windowS?: undefined;
+}
+
+/** One window of a class: sliding or calendar. */
+export type WindowSpec = SlidingWindowSpec | CalendarWindowSpec;
+
+/** Sliding-window algorithm of a class (its calendar windows are exact counters either way). */
 export type Algorithm = "sliding_window" | "sliding_log";
 
 /**
  * What a store needs of a limit class. Counts are stored per identity, class name, window length
- * and algorithm ({@link windowKey}), never per plan or limit, so a caller whose limits change keeps
- * what it has spent.
+ * (or calendar period) and algorithm ({@link windowKey}), never per plan or limit, so a caller
+ * whose limits change keeps what it has spent.
  */
 export interface LimitPolicy {
   /** Class name: the `X-RateLimit-Resource` value, the metrics label `class`, part of the key. */

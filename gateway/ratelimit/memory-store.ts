@@ -5,6 +5,7 @@
  */
 import { LRUCache } from "lru-cache";
 import type { Clock } from "../clock.js";
+import { calendarVerdict, type PeriodBounds } from "./calendar.js";
 import { windowKey } from "./keys.js";
 import type { Decision, Limiter, LimitPolicy } from "./limiter.js";
 import {
@@ -43,6 +44,7 @@ export class MemoryStore implements Limiter {
   /** Scratch space of one decision (JavaScript runs it to completion): each window's state and key. */
   private readonly found: WindowState[] = [];
   private readonly keys: string[] = [];
+  private readonly bounds: PeriodBounds = { startMs: 0, endMs: 0 };
 
   constructor({ clock, maxKeys = 100_000, limitDivisor = 1 }: MemoryStoreOptions) {
     this.clock = clock;
@@ -84,22 +86,27 @@ export class MemoryStore implements Limiter {
     let unstored = 0;
     for (let i = 0; i < windows.length; i++) {
       const w = windows[i]!;
-      const windowMs = w.windowS * 1000;
       const limit = Math.ceil(w.limit / this.divisor);
       const key = windowKey("", identityKey, policy, i);
       keys[i] = key;
+      // A calendar window is a counter whatever the class's algorithm (calendar.ts).
+      const isLog = log && w.period === undefined;
       let state = this.states.get(key);
       if (state === undefined) {
         unstored |= 1 << i;
-        state = log ? EMPTY_LOG : { startMs: 0, prev: 0, curr: 0 };
+        state = isLog ? EMPTY_LOG : { startMs: 0, prev: 0, curr: 0 };
       }
       found[i] = state;
       let v: WindowVerdict;
-      if (log) {
+      if (w.period !== undefined) {
+        v = calendarVerdict(state as CounterState, nowMs, w.period, w.offsetMs, limit, this.bounds);
+      } else if (isLog) {
+        const windowMs = w.windowS * 1000;
         const s = state as LogState;
         if (s !== EMPTY_LOG) trimLog(s, nowMs - windowMs);
         v = logVerdict(s.times, s.head, nowMs, windowMs, limit);
       } else {
+        const windowMs = w.windowS * 1000;
         const c = state as CounterState;
         rollCounter(c, nowMs, windowMs);
         v = counterVerdict(c, nowMs, windowMs, limit, count);
@@ -110,7 +117,7 @@ export class MemoryStore implements Limiter {
     if (allowed && count) {
       for (let i = 0; i < windows.length; i++) {
         let state = found[i]!;
-        if (log) {
+        if (log && windows[i]!.period === undefined) {
           if (state === EMPTY_LOG) state = { times: [], head: 0 };
           (state as LogState).times.push(nowMs);
         } else {

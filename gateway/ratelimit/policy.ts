@@ -1,5 +1,5 @@
 /**
- * Resolved policies (SPEC §4, §10), compiled once per configuration the way envoyproxy/ratelimit
+ * Resolved policies (SPEC §4, §10, §19), compiled once per configuration the way envoyproxy/ratelimit
  * builds its limit tree at load: one policy per (class, plan) with everything a request needs to
  * be counted — class name, plan, windows, algorithm, mode, the identity kind it counts by, and its
  * header values — and the prepared plan resolution, so the hot path only looks things up.
@@ -9,6 +9,7 @@
  * caller whose plan changes keeps what it has spent.
  */
 import type { GatewayConfig } from "../config/schema.js";
+import { offsetMsOf, parseUtcOffset, periodBounds, periodLengthS, type PeriodBounds } from "./calendar.js";
 import type { IdentityKind } from "./identity.js";
 import type { Algorithm, LimitPolicy, WindowSpec } from "./limiter.js";
 import { PlanResolver } from "./plans.js";
@@ -25,8 +26,18 @@ export interface ResolvedPolicy extends LimitPolicy {
    * without a plan and for the anonymous class.
    */
   plan: string | null;
-  /** `RateLimit-Policy` value (draft-ietf-httpapi-ratelimit-headers-10), or null without `headers.ietf`. */
+  /**
+   * `RateLimit-Policy` value (draft-ietf-httpapi-ratelimit-headers-10), or null without
+   * `headers.ietf`; with a `month` window, the value for the month the configuration was loaded in
+   * ({@link ietfPolicyAt} gives the current one).
+   */
   ietfPolicy: string | null;
+  /**
+   * With `headers.ietf` and a `month` window, whose `w` is the length of the month at hand (SPEC
+   * §19): the `RateLimit-Policy` value at an instant (epoch ms), made once per month. Else null,
+   * and {@link ietfPolicy} holds at every instant.
+   */
+  ietfPolicyAt: ((nowMs: number) => string) | null;
   /** `RateLimit` item name per window, in `windows` order (the decision's `windowIndex` picks one). */
   ietfItems: readonly string[];
 }
@@ -50,16 +61,52 @@ export interface PolicySet {
   readonly resolver: PlanResolver<PlanPolicies>;
 }
 
-type Windows = readonly { limit: number; window_s: number }[];
+type Windows = GatewayConfig["rate_limits"]["anonymous"]["windows"];
 
-function windowsOf(ws: Windows): WindowSpec[] {
-  return ws.map((w) => Object.freeze({ limit: w.limit, windowS: w.window_s }));
+/**
+ * @param offsetMs - `rate_limits.quota_utc_offset` (ms east of UTC), for calendar windows
+ */
+function windowsOf(ws: Windows, offsetMs: number): WindowSpec[] {
+  return ws.map((w) =>
+    Object.freeze(
+      w.period === undefined
+        ? { limit: w.limit, windowS: w.window_s! }
+        : { limit: w.limit, period: w.period, offsetMs },
+    ),
+  );
+}
+
+/** `RateLimit-Policy` at `nowMs`: `w` is a sliding window's length or the current period's. */
+function ietfPolicyText(windows: readonly WindowSpec[], items: readonly string[], nowMs: number): string {
+  return windows
+    .map((w, i) => {
+      const lengthS = w.period === undefined ? w.windowS : periodLengthS(nowMs, w.period, w.offsetMs);
+      return `"${items[i]!}";q=${w.limit};w=${lengthS}`;
+    })
+    .join(", ");
+}
+
+/** {@link ietfPolicyText} remembered for the month at hand (every month window shares one offset). */
+function monthlyPolicyText(
+  windows: readonly WindowSpec[],
+  items: readonly string[],
+  offsetMs: number,
+): (nowMs: number) => string {
+  const month: PeriodBounds = { startMs: 0, endMs: 0 };
+  let text = "";
+  return (nowMs) => {
+    if (nowMs < month.startMs || nowMs >= month.endMs) {
+      periodBounds(nowMs, "month", offsetMs, month);
+      text = ietfPolicyText(windows, items, nowMs);
+    }
+    return text;
+  };
 }
 
 /**
- * One policy. Item names of `RateLimit-Policy`: the class, suffixed with the window length when the
- * class has several (`"write-1s";q=10;w=1, "write-3600s";q=1000;w=3600`); a plan's policy describes
- * the plan's windows under the same names.
+ * One policy. Item names of `RateLimit-Policy`: the class, suffixed with the window length (or the
+ * calendar period) when the class has several (`"write-1s";q=10;w=1, "write-3600s";q=1000;w=3600`,
+ * `"read-day";q=1000;w=86400`); a plan's policy describes the plan's windows under the same names.
  * @param windows - the class's windows, or the plan's where it names the class
  * @param plan - the plan these windows belong to, or null (no plan, the anonymous class)
  */
@@ -72,10 +119,13 @@ export function resolvePolicy(
   ietf: boolean,
   plan: string | null = null,
 ): ResolvedPolicy {
-  const ietfItems = windows.map((w) => (windows.length > 1 ? `${className}-${w.windowS}s` : className));
-  const ietfPolicy = ietf
-    ? windows.map((w, i) => `"${ietfItems[i]!}";q=${w.limit};w=${w.windowS}`).join(", ")
-    : null;
+  const ietfItems = windows.map((w) =>
+    windows.length === 1 ? className : `${className}-${w.period ?? `${w.windowS}s`}`,
+  );
+  const month = windows.find((w) => w.period === "month");
+  const ietfPolicy = ietf ? ietfPolicyText(windows, ietfItems, Date.now()) : null;
+  const ietfPolicyAt =
+    ietf && month !== undefined ? monthlyPolicyText(windows, ietfItems, month.offsetMs!) : null;
   return Object.freeze({
     className,
     algorithm,
@@ -84,6 +134,7 @@ export function resolvePolicy(
     identity,
     plan,
     ietfPolicy,
+    ietfPolicyAt,
     ietfItems: Object.freeze(ietfItems),
   });
 }
@@ -95,10 +146,11 @@ export function resolvePolicy(
 export function compilePolicies(config: GatewayConfig): PolicySet {
   const ietf = config.headers.ietf;
   const rl = config.rate_limits;
+  const offsetMs = offsetMsOf(parseUtcOffset(rl.quota_utc_offset)!);
   const planPolicies = (name: string | null, overrides: Readonly<Record<string, Windows>>) => {
     const byClass = new Map<string, ResolvedPolicy>();
     for (const [cls, c] of Object.entries(rl.classes)) {
-      const windows = windowsOf(overrides[cls] ?? c.windows);
+      const windows = windowsOf(overrides[cls] ?? c.windows, offsetMs);
       byClass.set(
         cls,
         resolvePolicy(cls, c.algorithm, c.mode, windows, c.identity ?? rl.identity, ietf, name),
@@ -113,7 +165,7 @@ export function compilePolicies(config: GatewayConfig): PolicySet {
     ANONYMOUS,
     "sliding_window",
     "enforce",
-    windowsOf(rl.anonymous.windows),
+    windowsOf(rl.anonymous.windows, offsetMs),
     "subject",
     ietf,
   );

@@ -32,7 +32,7 @@ type ScriptCommand = (
   keys: readonly string[],
   count: "1" | "0",
   nonce: string,
-  windowArgs: readonly number[],
+  windowArgs: readonly (number | string)[],
 ) => Promise<unknown>;
 
 /** The commands {@link RedisStore} defines on its client. */
@@ -45,8 +45,8 @@ interface ScriptCommands {
 interface Plan {
   /** Key tails per window ({@link windowSuffixes}). */
   keySuffixes: readonly string[];
-  /** `limit, windowMs` pairs (ARGV[3..]). */
-  windowArgs: number[];
+  /** `limit, windowMs` pairs (ARGV[3..]); a calendar window's second is {@link windowArg}'s. */
+  windowArgs: (number | string)[];
   script: keyof ScriptCommands;
   /** sliding_log: each counted call carries a nonce. */
   log: boolean;
@@ -64,11 +64,19 @@ function readLua(name: string): string {
 }
 
 /**
- * A limiter script as one chunk: the shared head (`lua/prologue.lua`: now, count, n), its own
- * body, then the shared reply (`lua/reply.lua`).
+ * A limiter script as one chunk: the shared head (`lua/prologue.lua`: now, count, n), the calendar
+ * windows (`lua/calendar.lua`), its own body, then the shared reply (`lua/reply.lua`).
  */
 function luaSource(name: string): string {
-  return `${readLua("prologue")}\n${readLua(name)}\n${readLua("reply")}`;
+  return `${readLua("prologue")}\n${readLua("calendar")}\n${readLua(name)}\n${readLua("reply")}`;
+}
+
+/**
+ * A window's ARGV[2i+2]: a sliding window's length (ms), or a calendar window's
+ * `<period>:<offset minutes>` (`month:540`), which `lua/calendar.lua` reads.
+ */
+function windowArg(w: LimitPolicy["windows"][number]): number | string {
+  return w.period === undefined ? w.windowS * 1000 : `${w.period}:${w.offsetMs / 60_000}`;
 }
 
 /** Options of {@link RedisStore}. */
@@ -146,7 +154,7 @@ export class RedisStore implements Limiter {
     if (plan === undefined) {
       plan = {
         keySuffixes: windowSuffixes(policy),
-        windowArgs: policy.windows.flatMap((w) => [w.limit, w.windowS * 1000]),
+        windowArgs: policy.windows.flatMap((w) => [w.limit, windowArg(w)]),
         script: policy.algorithm === "sliding_log" ? "rlSlidingLog" : "rlSlidingWindow",
         log: policy.algorithm === "sliding_log",
       };

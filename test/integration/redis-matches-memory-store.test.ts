@@ -1,7 +1,8 @@
 /**
  * The Lua scripts implement the same algorithms as `sliding.ts` (SPEC §4: "the same semantics"):
  * a bursty sequence of calls against Redis, replayed into the memory store at the Redis `TIME` each
- * decision reports, gives identical decisions, remaining counts and resets.
+ * decision reports, gives identical decisions, remaining counts and resets. Also with a calendar
+ * window (SPEC §19, `calendar.lua` against `calendar.ts`) beside a sliding one.
  */
 import { expect, it } from "vitest";
 import { ManualClock } from "../../gateway/clock.js";
@@ -20,20 +21,25 @@ const pick = (d: Decision) => ({
   windowIndex: d.windowIndex,
 });
 
-async function replay(algorithm: Algorithm, seed: number): Promise<{ calls: number; allowed: number }> {
+async function replay(
+  algorithm: Algorithm,
+  seed: number,
+  calendar = false,
+): Promise<{ calls: number; allowed: number }> {
   const policy: LimitPolicy = {
-    className: "p",
+    className: calendar ? "q" : "p",
     algorithm,
     mode: "enforce",
     windows: [
       { limit: 6, windowS: 1 },
-      { limit: 10, windowS: 2 },
+      // +05:30: a minute at a half-hour offset; 10 calls a minute run out within the trace.
+      calendar ? { limit: 10, period: "minute", offsetMs: 330 * 60_000 } : { limit: 10, windowS: 2 },
     ],
   };
   const clock = new ManualClock(0);
   const memory = new MemoryStore({ clock });
   const rnd = prng(seed);
-  const key = `u:${algorithm}`;
+  const key = `u:${algorithm}:${calendar}`;
   let calls = 0;
   let allowed = 0;
   const end = Date.now() + 3000;
@@ -55,11 +61,15 @@ async function replay(algorithm: Algorithm, seed: number): Promise<{ calls: numb
 }
 
 it("Redis and memory store decide a bursty trace identically, for both algorithms", async () => {
-  const results = await Promise.all([replay("sliding_window", 42), replay("sliding_log", 7)]);
+  const names = ["sliding_window", "sliding_log", "sliding_window + minute", "sliding_log + minute"];
+  const results = await Promise.all([
+    replay("sliding_window", 42),
+    replay("sliding_log", 7),
+    replay("sliding_window", 5, true),
+    replay("sliding_log", 11, true),
+  ]);
   for (const [i, { calls, allowed }] of results.entries()) {
-    console.log(
-      `${i === 0 ? "sliding_window" : "sliding_log"}: ${calls} calls, ${allowed} admitted, all identical`,
-    );
+    console.log(`${names[i]!}: ${calls} calls, ${allowed} admitted, all identical`);
     expect(allowed).toBeGreaterThan(0);
     expect(allowed).toBeLessThan(calls);
   }

@@ -1,6 +1,7 @@
 /**
  * SPEC §4: one round trip per call — one `EVALSHA` covering every window, whatever the number of
- * windows, for consume and peek alike. Measured with the server's own `INFO commandstats`.
+ * windows, sliding or calendar (SPEC §19), for consume and peek alike. Measured with the server's
+ * own `INFO commandstats`.
  */
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, expect, it } from "vitest";
@@ -29,16 +30,28 @@ async function commandCalls(): Promise<Map<string, number>> {
   return calls;
 }
 
-const policies: LimitPolicy[] = (["sliding_window", "sliding_log"] as const).map((algorithm) => ({
-  className: algorithm,
-  algorithm,
-  mode: "enforce",
-  windows: [
-    { limit: 10, windowS: 1 },
-    { limit: 50, windowS: 60 },
-    { limit: 1000, windowS: 3600 },
-  ],
-}));
+const policies: LimitPolicy[] = (["sliding_window", "sliding_log"] as const).flatMap((algorithm) => [
+  {
+    className: algorithm,
+    algorithm,
+    mode: "enforce",
+    windows: [
+      { limit: 10, windowS: 1 },
+      { limit: 50, windowS: 60 },
+      { limit: 1000, windowS: 3600 },
+    ],
+  },
+  {
+    className: `${algorithm}_quota`,
+    algorithm,
+    mode: "enforce",
+    windows: [
+      { limit: 10, windowS: 1 },
+      { limit: 1000, period: "day", offsetMs: 0 },
+      { limit: 10000, period: "month", offsetMs: 9 * 3_600_000 },
+    ],
+  },
+]);
 
 it("sends exactly one EVALSHA per consume or peek, and nothing else", async () => {
   // Load both scripts first: the very first call of a script is EVALSHA → NOSCRIPT → EVAL.
@@ -62,6 +75,7 @@ it("sends exactly one EVALSHA per consume or peek, and nothing else", async () =
     "hmget",
     "hset",
     "pexpire",
+    "pexpireat",
     "zremrangebyscore",
     "zcard",
     "zcount",

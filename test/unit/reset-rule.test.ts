@@ -8,11 +8,15 @@
  *    a call made at Reset is admitted;
  * 3. a peek (`GET /rate_limit`) and a call made right after it report the same Reset, unless that
  *    call used the last unit.
+ *
+ * Classes mix in calendar windows (SPEC §19: `minute` and `hour`, at +00:00, +09:00 and -05:30),
+ * whose Reset is always the start of the next period, Remaining or not; 2 and 3 hold for them too.
  */
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { ManualClock } from "../../gateway/clock.js";
-import type { Algorithm, Decision, LimitPolicy } from "../../gateway/ratelimit/limiter.js";
+import { periodBounds } from "../../gateway/ratelimit/calendar.js";
+import type { Algorithm, Decision, LimitPolicy, WindowSpec } from "../../gateway/ratelimit/limiter.js";
 import { MemoryStore } from "../../gateway/ratelimit/memory-store.js";
 
 const T0 = 1_700_000_000_000;
@@ -22,10 +26,17 @@ interface Step {
   count: boolean;
 }
 
-const windowArb = fc.record({ limit: fc.integer({ min: 1, max: 6 }), windowS: fc.constantFrom(1, 2, 5, 60) });
+const windowArb: fc.Arbitrary<WindowSpec> = fc.oneof(
+  fc.record({ limit: fc.integer({ min: 1, max: 6 }), windowS: fc.constantFrom(1, 2, 5, 60) }),
+  fc.record({
+    limit: fc.integer({ min: 1, max: 6 }),
+    period: fc.constantFrom("minute" as const, "hour" as const),
+    offsetMs: fc.constantFrom(0, 9 * 3_600_000, -19_800_000),
+  }),
+);
 const policyArb = (algorithm: Algorithm) =>
   fc
-    .uniqueArray(windowArb, { minLength: 1, maxLength: 2, selector: (w) => w.windowS })
+    .uniqueArray(windowArb, { minLength: 1, maxLength: 2, selector: (w) => w.windowS ?? w.period })
     .map((windows): LimitPolicy => ({ className: "c", algorithm, mode: "enforce", windows }));
 const stepsArb = fc.array(
   fc.record({
@@ -61,9 +72,14 @@ describe.each(["sliding_window", "sliding_log"] as const)("the Reset rule on %s"
         steps.forEach((step, i) => {
           clock.advance(step.advanceMs);
           const d = store.decide("k", policy, step.count);
+          const w = policy.windows[d.windowIndex]!;
+          if (w.period !== undefined) {
+            const end = periodBounds(clock.nowMs(), w.period, w.offsetMs, { startMs: 0, endMs: 0 }).endMs;
+            expect(d.resetAtMs).toBe(end);
+          }
           if (d.remaining > 0) {
-            const windowS = policy.windows[d.windowIndex]!.windowS;
-            expect(resetS(d)).toBeLessThanOrEqual(Math.ceil(clock.nowMs() / 1000) + windowS);
+            if (w.period === undefined)
+              expect(resetS(d)).toBeLessThanOrEqual(Math.ceil(clock.nowMs() / 1000) + w.windowS);
           } else {
             const fork = replay(policy, steps.slice(0, i + 1));
             fork.clock.set(resetS(d) * 1000);

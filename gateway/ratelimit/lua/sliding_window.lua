@@ -13,9 +13,10 @@ KEYS[i]       <prefix>:{<kind>:<identity>}:<class>:<window_s>, one per window (i
 ARGV[1]       "1": count the call if admitted; "0": peek (nothing is written, for GET /rate_limit)
 ARGV[2]       unused here (the sliding_log nonce; kept so both scripts share one argument layout)
 ARGV[2i+1]    limit of window i (calls)
-ARGV[2i+2]    length W of window i (ms)
+ARGV[2i+2]    length W of window i (ms), or "<period>:<offset minutes>" for a calendar window
+              (its key, verdict and count: calendar.lua)
 
-Loaded as prologue.lua (now, count, n) + this + reply.lua (the reply; see there).
+Loaded as prologue.lua (now, count, n) + calendar.lua + this + reply.lua (the reply; see there).
 ]]
 
 -- Earliest time the estimate drops to `target` or below with no new calls (counterFreeAt).
@@ -32,41 +33,50 @@ local allowed = true
 for i = 1, n do
   local limit = tonumber(ARGV[2 * i + 1])
   local w = tonumber(ARGV[2 * i + 2])
-  local h = redis.call('HMGET', KEYS[i], 's', 'p', 'c')
-  local s = tonumber(h[1] or '0') or 0
-  local p = tonumber(h[2] or '0') or 0
-  local c = tonumber(h[3] or '0') or 0
-  -- rollCounter
-  local start = now - (now % w)
-  if start ~= s then
-    if start - s == w then p = c else p = 0 end
-    c = 0
-    s = start
-  end
-  starts[i], prevs[i], currs[i] = s, p, c
-  -- counterVerdict (Reset rule of SPEC §3: the end of the fixed window while calls remain, else the
-  -- earliest time one more call fits)
-  local estimate = p * (1 - (now - s) / w) + c
-  if estimate + 1 <= limit then
-    fits[i] = true
-    rems[i] = math.max(0, math.floor(limit - estimate - 1))
-    if rems[i] > 0 or not count then
-      resets[i] = s + w
-    else
-      resets[i] = free_at(s, p, c + 1, w, limit - 1)
-    end
+  if w == nil then
+    fits[i], rems[i], resets[i] = calendar_window(i, limit)
+    if not fits[i] then allowed = false end
   else
-    fits[i] = false
-    rems[i] = 0
-    resets[i] = free_at(s, p, c, w, limit - 1)
-    allowed = false
+    local h = redis.call('HMGET', KEYS[i], 's', 'p', 'c')
+    local s = tonumber(h[1] or '0') or 0
+    local p = tonumber(h[2] or '0') or 0
+    local c = tonumber(h[3] or '0') or 0
+    -- rollCounter
+    local start = now - (now % w)
+    if start ~= s then
+      if start - s == w then p = c else p = 0 end
+      c = 0
+      s = start
+    end
+    starts[i], prevs[i], currs[i] = s, p, c
+    -- counterVerdict (Reset rule of SPEC §3: the end of the fixed window while calls remain, else the
+    -- earliest time one more call fits)
+    local estimate = p * (1 - (now - s) / w) + c
+    if estimate + 1 <= limit then
+      fits[i] = true
+      rems[i] = math.max(0, math.floor(limit - estimate - 1))
+      if rems[i] > 0 or not count then
+        resets[i] = s + w
+      else
+        resets[i] = free_at(s, p, c + 1, w, limit - 1)
+      end
+    else
+      fits[i] = false
+      rems[i] = 0
+      resets[i] = free_at(s, p, c, w, limit - 1)
+      allowed = false
+    end
   end
 end
 
 if allowed and count then
   for i = 1, n do
-    redis.call('HSET', KEYS[i], 's', starts[i], 'p', prevs[i], 'c', currs[i] + 1)
-    redis.call('PEXPIRE', KEYS[i], 2 * tonumber(ARGV[2 * i + 2]))
+    if cal[i] then
+      calendar_count(i)
+    else
+      redis.call('HSET', KEYS[i], 's', starts[i], 'p', prevs[i], 'c', currs[i] + 1)
+      redis.call('PEXPIRE', KEYS[i], 2 * tonumber(ARGV[2 * i + 2]))
+    end
   end
 end
 

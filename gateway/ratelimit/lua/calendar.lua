@@ -1,0 +1,87 @@
+--[[
+calendar: calendar windows (SPEC §19), the Lua twin of gateway/ratelimit/calendar.ts. Inserted
+after prologue.lua (it reads `now`) and before the algorithm's body when a script is loaded
+(gateway/ratelimit/redis-store.ts luaSource), so every script counts calendar windows alike, in
+the same single call as the class's sliding windows. A property test
+(test/integration/calendar-lua-agrees.test.ts) runs period_bounds through a real redis-server and
+requires it to agree with periodBounds in calendar.ts.
+
+A calendar window's ARGV[2i+2] is "<period>:<offset minutes>" (e.g. "month:540" for +09:00)
+instead of a length in ms; the body tells the two apart with tonumber. Its KEYS[i]
+(<prefix>:{<kind>:<identity>}:<class>:<period>) is a hash: s = start of the period counted
+(epoch ms), c = calls admitted in it. A stored s of another period counts as 0 calls. Written only
+when a call is admitted (and not peeking); expires when its period ends (PEXPIREAT the period's
+end, on the same TIME).
+
+Defines: period_bounds(now_ms, period, offset_ms) -> start_ms, end_ms;
+calendar_window(i, limit) -> fits, remaining after this call, reset_at_ms (the period's end);
+calendar_count(i): counts the call in window i.
+]]
+
+local DAY = 86400000
+local FIXED = { minute = 60000, hour = 3600000, day = DAY, week = 7 * DAY }
+
+-- Days since 1970-01-01 to (year, month 1-12, day of month): Howard Hinnant's civil_from_days
+-- ("chrono-Compatible Low-Level Date Algorithms"), proleptic Gregorian.
+local function civil(z)
+  z = z + 719468
+  local era = math.floor(z / 146097)
+  local doe = z - era * 146097
+  local yoe = math.floor((doe - math.floor(doe / 1460) + math.floor(doe / 36524) - math.floor(doe / 146096)) / 365)
+  local doy = doe - (365 * yoe + math.floor(yoe / 4) - math.floor(yoe / 100))
+  local mp = math.floor((5 * doy + 2) / 153)
+  local d = doy - math.floor((153 * mp + 2) / 5) + 1
+  local m = mp < 10 and mp + 3 or mp - 9
+  local y = yoe + era * 400
+  if m <= 2 then y = y + 1 end
+  return y, m, d
+end
+
+local function month_days(y, m)
+  if m == 2 then
+    if (y % 4 == 0 and y % 100 ~= 0) or y % 400 == 0 then return 29 end
+    return 28
+  end
+  if m == 4 or m == 6 or m == 9 or m == 11 then return 30 end
+  return 31
+end
+
+-- The period containing now_ms, periods starting at local midnight (Mondays, the 1st) of the
+-- fixed offset offset_ms east of UTC. Lua's % takes the divisor's sign, as calendar.ts's mod.
+local function period_bounds(now_ms, period, offset_ms)
+  local lt = now_ms + offset_ms
+  local len = FIXED[period]
+  if len then
+    -- 1970-01-01 was a Thursday: weeks are aligned to the Monday four days later.
+    local origin = 0
+    if period == 'week' then origin = 4 * DAY end
+    local start = lt - (lt - origin) % len
+    return start - offset_ms, start + len - offset_ms
+  end
+  if period ~= 'month' then error('calendar: unknown period ' .. tostring(period)) end
+  local days = math.floor(lt / DAY)
+  local y, m, d = civil(days)
+  local first = (days - d + 1) * DAY
+  return first - offset_ms, first + month_days(y, m) * DAY - offset_ms
+end
+
+-- cal[i] = { start, counted, end } of calendar window i (nil for sliding windows).
+local cal = {}
+
+local function calendar_window(i, limit)
+  local period, off = string.match(ARGV[2 * i + 2], '^(%a+):(-?%d+)$')
+  local start, stop = period_bounds(now, period, tonumber(off) * 60000)
+  local h = redis.call('HMGET', KEYS[i], 's', 'c')
+  local c = 0
+  if tonumber(h[1]) == start then c = tonumber(h[2]) or 0 end
+  cal[i] = { start, c, stop }
+  -- Reset is the next period's start whatever remains (SPEC §19).
+  if c < limit then return true, limit - c - 1, stop end
+  return false, 0, stop
+end
+
+local function calendar_count(i)
+  local w = cal[i]
+  redis.call('HSET', KEYS[i], 's', w[1], 'c', w[2] + 1)
+  redis.call('PEXPIREAT', KEYS[i], w[3])
+end

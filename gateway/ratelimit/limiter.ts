@@ -4,6 +4,7 @@
  * store, the Redis store, and the failover wrapper that combines them.
  */
 import type { RequestTrace } from "../observability/tracing/request-trace.js";
+import type { StoreFailureReason } from "./store-failure.js";
 
 /** One window: `limit` calls per `windowS` seconds. */
 export interface WindowSpec {
@@ -51,9 +52,13 @@ export interface Decision {
 
 /** Thrown (as a rejection) by a store that cannot answer; the failover wrapper catches it. */
 export class LimitStoreError extends Error {
-  constructor(message: string, options?: { cause?: unknown }) {
+  /** What failed (`timeout`, `refused`, `auth`, ...): the metric label and the outage log field. */
+  readonly reason: StoreFailureReason;
+
+  constructor(message: string, options?: { cause?: unknown; reason?: StoreFailureReason }) {
     super(message, options);
     this.name = "LimitStoreError";
+    this.reason = options?.reason ?? "reply";
   }
 }
 

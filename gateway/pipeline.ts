@@ -149,15 +149,13 @@ export class Pipeline {
       case "miss":
         break;
     }
-    const anonymous = rt.policies.anonymous;
-    const anonKey = ipKey(scope.clientIp);
     const looked = await this.guard.resolve(
       outcome.authenticator,
       outcome.token,
       outcome.hash,
-      anonKey,
+      scope.clientIp,
       rt.limiter.limiter,
-      anonymous,
+      rt.policies,
       scope.trace,
     );
     switch (looked.status) {
@@ -166,11 +164,11 @@ export class Pipeline {
         return looked.info;
       case "limited":
         this.hot.authResult("limited");
-        this.useDecision(scope, anonymous, looked.decision);
+        this.useDecision(scope, rt.policies.guard, looked.decision);
         return errorOutcome("rate_limited");
       case "unavailable":
         this.hot.authResult("unavailable");
-        if (looked.decision !== null) this.useDecision(scope, anonymous, looked.decision);
+        if (looked.decision !== null) this.useDecision(scope, rt.policies.guard, looked.decision);
         return errorOutcome("auth_unavailable");
       case "inactive":
         this.hot.authResult("invalid");

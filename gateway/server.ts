@@ -193,6 +193,8 @@ export function createGateway(loaded: LoadedConfig, options: GatewayOptions = {}
       accessLog.flush();
     },
     async listen() {
+      // A store that refuses the configuration (Redis `SELECT` of a missing database) stops the start.
+      await runtime.limiter.started();
       await listenOn(api, l.port, l.host);
       if (withAdmin) await listenOn(admin, config.admin.port, config.admin.host);
       probes?.start();

@@ -4,6 +4,7 @@
  */
 import { z } from "zod";
 import { httpUrl, nonNegativeInt, positiveInt } from "./primitives.js";
+import { windowsSchema } from "./rate-limits-schema.js";
 
 /** `auth.introspection.cache` and `auth.static.cache`. */
 const cacheSchema = z.strictObject({
@@ -94,6 +95,16 @@ export const authSchema = z
       .boolean()
       .default(true)
       .describe("Forward the client's Authorization header to the upstream unchanged."),
+    guard: z
+      .strictObject({
+        windows: windowsSchema
+          .optional()
+          .describe(
+            "Per client IP: tokens that failed to resolve allowed per window before uncached tokens are refused; `rate_limits.anonymous.windows` when absent.",
+          ),
+      })
+      .prefault({})
+      .describe("The brute-force guard on tokens no cache knows (SPEC §3)."),
   })
   .superRefine((auth, ctx) => {
     const sources = (auth.introspection === undefined ? 0 : 1) + (auth.static === undefined ? 0 : 1);
@@ -109,6 +120,8 @@ export const authSchema = z
     }
   });
 
+/** `auth.guard` (SPEC §3). */
+export type GuardConfig = z.output<typeof authSchema>["guard"];
 /** Token cache settings of an introspection source. */
 export type TokenCacheConfig = z.output<typeof cacheSchema>;
 /** `auth.jwt` (SPEC §11), defaults applied. */

@@ -31,7 +31,8 @@ const windowSchema = z
     }
   });
 
-const windowsSchema = z.array(windowSchema).min(1, { error: "expected at least one window" });
+/** One or more windows (a class, the anonymous class, `auth.guard`). */
+export const windowsSchema = z.array(windowSchema).min(1, { error: "expected at least one window" });
 
 /** Whose budget a call spends (SPEC §10). */
 const identitySchema = z

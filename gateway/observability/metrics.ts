@@ -62,7 +62,7 @@ export interface GatewayMetrics {
   upstreamDuration: HotHistogram<"upstream">;
   ratelimitDecisions: HotCounter<"class" | "plan" | "outcome">;
   planClaimUnknown: Counter;
-  storeErrors: Counter<"store">;
+  storeErrors: Counter<"store" | "reason">;
   storeDuration: HotHistogram<"store">;
   storeDegraded: Gauge;
   localRejections: HotCounter<"class">;
@@ -130,8 +130,8 @@ export function createMetrics(registry: Registry, version: string): GatewayMetri
     }),
     storeErrors: new Counter({
       name: "gateway_ratelimit_store_errors_total",
-      help: "Limit-store calls that failed or timed out.",
-      labelNames: ["store"],
+      help: "Limit-store calls that failed, by store and reason (timeout, refused, dns, tls, auth, database, connection, reply).",
+      labelNames: ["store", "reason"],
       registers,
     }),
     storeDuration: new HotHistogram({

@@ -27,6 +27,13 @@ export interface LimiterHandle {
   limiter: Limiter;
   /** True when the store answers or the gateway is failing open (SPEC §8 `/readyz`). */
   ready(): boolean;
+  /**
+   * Settles once the store's first connection attempt has an outcome (bounded by its connect
+   * timeout). A store that is down does not stop a start (SPEC §4 `failure_mode`).
+   * @throws LimitStoreError (as a rejection) for a configuration the store refuses (`SELECT` of a
+   *   database index it does not have)
+   */
+  started(): Promise<void>;
 }
 
 /**
@@ -38,7 +45,7 @@ export function createLimiter(config: GatewayConfig, deps: LimiterDeps): Limiter
   const redis = rl.store.redis;
   if (redis === undefined) {
     const memory = new MemoryStore({ clock: deps.clock, maxKeys: rl.memory.max_keys });
-    return { limiter: memory, ready: () => true };
+    return { limiter: memory, ready: () => true, started: () => Promise.resolve() };
   }
   const store = new RedisStore({ redis, logger: deps.logger });
   const failover = new FailoverLimiter({
@@ -56,11 +63,11 @@ export function createLimiter(config: GatewayConfig, deps: LimiterDeps): Limiter
     // SPEC §8: `/readyz` follows Redis with or without traffic. A dropped connection shows at once;
     // a hung one is found by the PING sent after a quiet interval (bounded by command_timeout_ms).
     connected: () => store.client.status === "ready",
-    ping: () => store.client.ping(),
+    ping: () => store.ping(),
   });
   const open = rl.failure_mode === "open";
   // A request's trace reaches the Redis store only with a call that goes there (its
   // `ratelimit.redis` span): a local answer of the rejection cache or of the fallback records none.
   const limiter = new RejectionCache({ inner: failover, metrics: deps.metrics });
-  return { limiter, ready: () => open || failover.healthy };
+  return { limiter, ready: () => open || failover.healthy, started: () => store.started() };
 }

@@ -2,20 +2,28 @@
  * The configured policy for a shared-store outage (SPEC §4 `failure_mode`, Kong's `fault_tolerant`):
  * wraps the Redis store and a memory store whose limits are divided by `expected_replicas`.
  *
- * - The first failed call (or idle ping, below) opens an outage: logged once at `error`,
- *   `storeDegraded` set to 1.
- * - During the outage no request touches Redis, so none waits: `open` answers from the memory store
- *   with `degraded: true`; `closed` rejects with {@link LimitStoreError} (the pipeline answers 503).
+ * - A failed call is answered locally (`open`: from the memory store with `degraded: true`;
+ *   `closed`: {@link LimitStoreError}, the pipeline answers 503), counted in
+ *   `gateway_ratelimit_store_errors_total{reason}`, and opens an outage. Failures already mean
+ *   that the store does not answer (SPEC §4: "failing open is for a store that does not answer,
+ *   never for a gateway that is busy"): the connection itself failed (refused, DNS, TLS,
+ *   authentication, database, closed), Redis answered with an error, or a timeout, which the
+ *   store reports only after a late reply was followed by a command timeout in which Redis sent
+ *   nothing at all (the rule and its reasons: `reply-watch.ts`). A slow reply is waited for.
+ * - An outage is logged once at `error` with its `reason` and the underlying message
+ *   (`connect ECONNREFUSED ...`, `WRONGPASS ...`, `no reply within 100 ms ...`), and
+ *   `storeDegraded` set to 1. During it no request touches Redis, so none waits.
  * - A background probe (one real `consume` on a probe key every `probeIntervalMs`, itself bounded
  *   by the command timeout) ends the outage when it succeeds: logged at `warn` with its duration.
  *   A probe rather than letting requests retry: requests never pay the timeout of a hung Redis more
- *   than once per outage, recovery needs no traffic (so `/readyz` recovers in `closed` mode), and
- *   the probe exercises the same script path — writes included — as a real call, not just `PING`.
+ *   than once per outage, recovery needs no traffic (so `/readyz` recovers in
+ *   `closed` mode), and the probe exercises the same script path — writes included — as a real
+ *   call, not just `PING`.
  * - Outside an outage nothing waits for traffic either (SPEC §8: `/readyz` follows Redis "whether
  *   or not any request was made"): {@link healthy} reads the connection's state, so a closed
  *   connection shows at once, and an interval in which no call answered ends with a `ping`, so a
- *   hung Redis (connection open, nothing answering) opens the outage within one interval plus the
- *   command timeout. Under traffic the calls themselves are the check and no ping is sent.
+ *   hung Redis (connection open, nothing answering) opens the outage within one interval plus two
+ *   command timeouts. Under traffic the calls themselves are the check and no ping is sent.
  *
  * Calls counted in memory during an outage are not copied to Redis: the shared windows resume with
  * what Redis holds.
@@ -24,6 +32,7 @@ import type { Logger } from "pino";
 import type { GatewayMetrics } from "../observability/metrics.js";
 import type { RequestTrace } from "../observability/tracing/request-trace.js";
 import { LimitStoreError, type Decision, type Limiter, type LimitPolicy } from "./limiter.js";
+import type { StoreFailureReason } from "./store-failure.js";
 
 /** The policy the probe consumes against: one tiny key that expires after 2 s. */
 const PROBE_POLICY: LimitPolicy = {
@@ -66,9 +75,8 @@ export class FailoverLimiter implements Limiter {
   private readonly probeIntervalMs: number;
   private readonly connected: () => boolean;
   private readonly ping: (() => Promise<unknown>) | undefined;
-  /** Pre-bound children: no label hashing on every limiter call. */
+  /** Pre-bound child: no label hashing on every limiter call. */
   private readonly duration: { observe(seconds: number): void };
-  private readonly errors: { inc(): void };
   /** `performance.now()` when the current outage began; undefined while healthy. */
   private outageSince: number | undefined;
   private degradedCalls = 0;
@@ -86,9 +94,7 @@ export class FailoverLimiter implements Limiter {
     this.probeIntervalMs = o.probeIntervalMs ?? 1000;
     this.connected = o.connected ?? (() => true);
     this.ping = o.ping;
-    const labels = { store: "redis" };
-    this.duration = o.metrics.storeDuration.labels(labels);
-    this.errors = o.metrics.storeErrors.labels(labels);
+    this.duration = o.metrics.storeDuration.labels({ store: "redis" });
     this.metrics.storeDegraded.set(0);
     this.schedule();
   }
@@ -138,8 +144,7 @@ export class FailoverLimiter implements Limiter {
       return d;
     } catch (err) {
       this.duration.observe((performance.now() - started) / 1000);
-      this.errors.inc();
-      this.beginOutage(err);
+      this.failed(err);
       return this.local(key, policy, count, err);
     }
   }
@@ -156,13 +161,20 @@ export class FailoverLimiter implements Limiter {
     return { ...d, degraded: true };
   }
 
-  private beginOutage(err: unknown): void {
+  /** Counts a failure and opens the outage (once). */
+  private failed(err: unknown): void {
+    const reason: StoreFailureReason = err instanceof LimitStoreError ? err.reason : "reply";
+    this.metrics.storeErrors.inc({ store: "redis", reason });
     if (this.outageSince !== undefined || this.closed) return;
     this.outageSince = performance.now();
     this.degradedCalls = 0;
     this.metrics.storeDegraded.set(1);
     this.logger.error(
-      { err: err instanceof Error ? err.message : String(err), failureMode: this.open ? "open" : "closed" },
+      {
+        reason,
+        err: err instanceof Error ? err.message : String(err),
+        failureMode: this.open ? "open" : "closed",
+      },
       this.open
         ? "rate-limit store unavailable; enforcing per-replica limits from memory until it answers"
         : "rate-limit store unavailable; answering 503 until it answers",
@@ -190,9 +202,7 @@ export class FailoverLimiter implements Limiter {
     try {
       await this.ping();
     } catch (err) {
-      if (this.closed) return;
-      this.errors.inc();
-      this.beginOutage(err);
+      if (!this.closed) this.failed(err);
     }
   }
 
@@ -200,9 +210,10 @@ export class FailoverLimiter implements Limiter {
     const started = performance.now();
     try {
       await this.primary.consume("probe", PROBE_POLICY);
-    } catch {
+    } catch (err) {
       this.duration.observe((performance.now() - started) / 1000);
-      this.errors.inc();
+      const reason = err instanceof LimitStoreError ? err.reason : "reply";
+      this.metrics.storeErrors.inc({ store: "redis", reason });
       return;
     }
     this.duration.observe((performance.now() - started) / 1000);

@@ -38,3 +38,12 @@ export function identityOf(info: TokenInfo, kind: IdentityKind, tokenHash: strin
 export function ipKey(clientIp: string): string {
   return `ip:${clientIp}`;
 }
+
+/**
+ * The key of the brute-force guard's budget for a client address (SPEC §3): the tokens that failed
+ * to resolve from it. Its own identity kind, so the guard and the anonymous class never share
+ * counts although both are reported as `anonymous`.
+ */
+export function guardKey(clientIp: string): string {
+  return `guard:${clientIp}`;
+}

@@ -5,6 +5,7 @@
  */
 import type { RequestTrace } from "../observability/tracing/request-trace.js";
 import type { Period } from "./calendar.js";
+import type { StoreFailureReason } from "./store-failure.js";
 
 /** A sliding window (SPEC §4): `limit` calls per `windowS` seconds. */
 export interface SlidingWindowSpec {
@@ -69,9 +70,13 @@ export interface Decision {
 
 /** Thrown (as a rejection) by a store that cannot answer; the failover wrapper catches it. */
 export class LimitStoreError extends Error {
-  constructor(message: string, options?: { cause?: unknown }) {
+  /** What failed (`timeout`, `refused`, `auth`, ...): the metric label and the outage log field. */
+  readonly reason: StoreFailureReason;
+
+  constructor(message: string, options?: { cause?: unknown; reason?: StoreFailureReason }) {
     super(message, options);
     this.name = "LimitStoreError";
+    this.reason = options?.reason ?? "reply";
   }
 }
 

@@ -55,6 +55,11 @@ export interface PolicySet {
   /** The classes' own policies (callers without a plan). */
   readonly byClass: ReadonlyMap<string, ResolvedPolicy>;
   readonly anonymous: ResolvedPolicy;
+  /**
+   * The brute-force guard's windows (`auth.guard.windows`, else the anonymous class's), counted per
+   * client IP under its own key ({@link guardKey}); named `anonymous` in headers (SPEC §3).
+   */
+  readonly guard: ResolvedPolicy;
   /** Every configured plan by name. */
   readonly plans: ReadonlyMap<string, PlanPolicies>;
   /** Picks a caller's plan: consumers, then `plan_claim`, then `default_plan`, else no plan. */
@@ -169,9 +174,15 @@ export function compilePolicies(config: GatewayConfig): PolicySet {
     "subject",
     ietf,
   );
+  const guardWindows = config.auth.guard.windows;
+  const guard =
+    guardWindows === undefined
+      ? anonymous
+      : resolvePolicy(ANONYMOUS, "sliding_window", "enforce", windowsOf(guardWindows), "subject", ietf);
   return {
     byClass: none.byClass,
     anonymous,
+    guard,
     plans,
     resolver: new PlanResolver(plans, rl.consumers, rl.plan_claim, fallback),
   };

@@ -1,8 +1,8 @@
 /**
  * Opens the ioredis client a `rate_limits.store.redis` block asks for (SPEC §7): a standalone URL,
  * Sentinel (`sentinels` + `name`) or Cluster (`cluster`). Every deployment gets the same bounded hot
- * path: no offline queue (a call made while disconnected fails at once instead of piling up), a
- * command timeout, few retries per request, and reconnection with capped exponential backoff.
+ * path: no offline queue (a call made while disconnected fails at once instead of piling up), few
+ * retries per request, and reconnection with capped exponential backoff.
  * Options follow ioredis 5 (`RedisOptions`, `ClusterOptions`, `SentinelConnectionOptions`).
  */
 import { Redis, Cluster, type ClusterOptions, type RedisOptions } from "ioredis";
@@ -23,6 +23,14 @@ export function backoffMs(attempt: number): number {
   return Math.min(50 * 2 ** Math.min(attempt, 10), MAX_BACKOFF_MS);
 }
 
+/**
+ * Bound on establishing a connection: ten command timeouts, at least 1 s.
+ * @returns milliseconds
+ */
+export function connectTimeoutMs(cfg: RedisConfig): number {
+  return Math.max(1000, cfg.command_timeout_ms * 10);
+}
+
 /** `redis://[user:password@]host[:port]` → host, port and optional credentials. */
 function parseAddress(url: string, defaultPort: number): { host: string; port: number; password?: string } {
   const u = new URL(url);
@@ -39,9 +47,11 @@ function parseAddress(url: string, defaultPort: number): { host: string; port: n
  */
 export function openRedis(cfg: RedisConfig): RedisClient {
   const common: RedisOptions = {
-    commandTimeout: cfg.command_timeout_ms,
+    // No `commandTimeout`: ioredis's fires on a timer whether or not the reply already waits in the
+    // socket, so a busy event loop turned answered calls into timeouts. The store bounds each call
+    // itself, from the command's write to its reply (`reply-watch.ts`, SPEC §4).
     // Connecting is slower than a command but must stay bounded too.
-    connectTimeout: Math.max(1000, cfg.command_timeout_ms * 10),
+    connectTimeout: connectTimeoutMs(cfg),
     maxRetriesPerRequest: 1,
     enableOfflineQueue: false,
     // No auto-pipelining: the gateway makes one call per request, each from its own socket event,
@@ -67,7 +77,7 @@ export function openRedis(cfg: RedisConfig): RedisClient {
       // whose key count is an argument ("All keys in the pipeline should belong to the same slots
       // allocation group").
       clusterRetryStrategy: backoffMs,
-      slotsRefreshTimeout: Math.max(1000, cfg.command_timeout_ms * 10),
+      slotsRefreshTimeout: connectTimeoutMs(cfg),
       redisOptions: password === undefined ? nodeOptions : { ...nodeOptions, password },
     };
     return new Cluster(
@@ -84,7 +94,7 @@ export function openRedis(cfg: RedisConfig): RedisClient {
       name: cfg.name,
       ...(sentinelPassword === undefined ? {} : { sentinelPassword }),
       sentinelRetryStrategy: backoffMs,
-      sentinelCommandTimeout: Math.max(1000, cfg.command_timeout_ms * 10),
+      sentinelCommandTimeout: connectTimeoutMs(cfg),
       // Subscribe to +switch-master so a failover is followed without waiting for an error.
       failoverDetector: true,
     });

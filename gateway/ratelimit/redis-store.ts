@@ -2,7 +2,10 @@
  * Redis store (SPEC §4): one `EVALSHA` per call of a Lua script covering every window of the class
  * (`lua/sliding_window.lua`, `lua/sliding_log.lua`), so replicas sharing Redis enforce one limit
  * together. Time is Redis `TIME`, keys carry a hash tag per identity (one Cluster slot per call),
- * and every failure — connection, timeout, script error — rejects with {@link LimitStoreError}.
+ * and every failure — connection, timeout, script error — rejects with {@link LimitStoreError}
+ * naming what failed (`store-failure.ts`). The command timeout is the store's own, measured from
+ * each command's write to its reply (`reply-watch.ts`), so a busy event loop is never read as a
+ * slow Redis.
  * Each counting call of a traced request is its `ratelimit.redis` span (SPEC §13), so a call
  * answered without Redis (the rejection cache, the failover's local fallback) records none.
  */
@@ -20,7 +23,9 @@ import {
 } from "../observability/tracing/request-trace.js";
 import { LimitStoreError, type Decision, type Limiter, type LimitPolicy } from "./limiter.js";
 import { Redis } from "ioredis";
-import { openRedis, type RedisClient } from "./redis-connection.js";
+import { connectTimeoutMs, openRedis, type RedisClient } from "./redis-connection.js";
+import { RedisLink } from "./redis-link.js";
+import { ReplyWatch } from "./reply-watch.js";
 import { windowKey, windowSuffixes } from "./keys.js";
 
 /**
@@ -93,26 +98,30 @@ export class RedisStore implements Limiter {
   readonly client: RedisClient;
   private readonly scripts: ScriptCommands;
   private readonly prefix: string;
-  private readonly timeoutMs: number;
   private readonly plans = new WeakMap<LimitPolicy, Plan>();
   /** Random per-store tag + counter: sliding_log members unique across calls and gateways. */
   private readonly nonceTag = randomBytes(6).toString("base64url");
   private seq = 0;
-  private readyWaiter: Promise<void> | undefined;
-  /** The connection corked for this event-loop turn (see {@link batchTurn}), or null. */
+  /** Each call's reply deadline, from its write (SPEC §4: the timeout measures Redis). */
+  private readonly watch: ReplyWatch;
+  private readonly link: RedisLink;
+  /** A flush is scheduled for this event-loop turn (see {@link batchTurn}). */
+  private flushing = false;
+  /** The connection corked for this turn, or null. */
   private corked: Writable | null = null;
-  private readonly uncork = (): void => {
+  private readonly flush = (): void => {
+    this.flushing = false;
     const stream = this.corked;
     this.corked = null;
     stream?.uncork();
+    this.watch.sent();
   };
 
   constructor({ redis, logger }: RedisStoreOptions) {
     this.prefix = `${redis.key_prefix}:`;
-    this.timeoutMs = redis.command_timeout_ms;
     this.client = openRedis(redis);
-    // Without a listener an `error` event would crash the process.
-    this.client.on("error", (err: Error) => logger?.debug({ err: err.message }, "redis client error"));
+    this.watch = new ReplyWatch(redis.command_timeout_ms);
+    this.link = new RedisLink(this.client, redis.command_timeout_ms, connectTimeoutMs(redis), logger);
     this.client.defineCommand("rlSlidingWindow", { lua: luaSource("sliding_window") });
     this.client.defineCommand("rlSlidingLog", { lua: luaSource("sliding_log") });
     this.scripts = this.client as unknown as ScriptCommands;
@@ -121,7 +130,8 @@ export class RedisStore implements Limiter {
   /**
    * @param trace - the request's spans: the call is its `ratelimit.redis` child span when recorded
    *   (an error when it fails); nothing is allocated without one
-   * @throws LimitStoreError (as a rejection) when Redis does not answer within the command timeout
+   * @throws LimitStoreError (as a rejection) naming what failed: no reply `command_timeout_ms`
+   *   after the write, or the connection's own error (refused, DNS, TLS, authentication, database)
    */
   consume(key: string, policy: LimitPolicy, trace: RequestTrace | null = null): Promise<Decision> {
     return traced(childSpan(trace, REDIS_SPAN), this.run(key, policy, true));
@@ -129,14 +139,38 @@ export class RedisStore implements Limiter {
 
   /**
    * @param trace - as for {@link consume}
-   * @throws LimitStoreError (as a rejection) when Redis does not answer within the command timeout
+   * @throws LimitStoreError (as a rejection) as for {@link consume}
    */
   peek(key: string, policy: LimitPolicy, trace: RequestTrace | null = null): Promise<Decision> {
     return traced(childSpan(trace, REDIS_SPAN), this.run(key, policy, false));
   }
 
+  /**
+   * A `PING` bounded like a call (the failover's idle check).
+   * @throws LimitStoreError (as a rejection) as for {@link consume}
+   */
+  async ping(): Promise<void> {
+    await this.link.usable();
+    this.batchTurn();
+    try {
+      await this.watch.track(this.client.ping());
+    } catch (err) {
+      throw this.link.failure(err);
+    }
+  }
+
+  /**
+   * Settles once the first connection attempt has an outcome (bounded by the connect timeout).
+   * @throws LimitStoreError (as a rejection) when the configuration itself is refused (`SELECT` of
+   *   the URL's database index): a start-up error, never silently database 0
+   */
+  started(): Promise<void> {
+    return this.link.started;
+  }
+
   /** Drops the connection at once; calls in flight reject. */
   close(): Promise<void> {
+    this.watch.close();
     this.client.disconnect();
     return Promise.resolve();
   }
@@ -170,24 +204,15 @@ export class RedisStore implements Limiter {
     for (const suffix of keySuffixes) keys.push(base + suffix);
     const nonce = log && count ? this.nonceTag + (this.seq++).toString(36) : "";
     const flag = count ? "1" : "0";
+    // No offline queue: a connection that failed fails the call at once, one being set up is
+    // waited for, never past the command timeout.
+    if (this.client.status !== "ready") await this.link.usable();
     let reply: unknown;
     try {
-      if (this.client.status === "ready") {
-        // Hot path: ioredis's `commandTimeout` bounds the call; no timer or race of our own.
-        this.batchTurn();
-        reply = await this.scripts[script](keys.length, keys, flag, nonce, windowArgs);
-      } else {
-        // No offline queue: while (re)connecting, wait for `ready`, but never past the deadline.
-        const deadline = new Deadline(this.timeoutMs);
-        try {
-          await deadline.race(this.whenReady());
-          reply = await deadline.race(this.scripts[script](keys.length, keys, flag, nonce, windowArgs));
-        } finally {
-          deadline.clear();
-        }
-      }
+      this.batchTurn();
+      reply = await this.watch.track(this.scripts[script](keys.length, keys, flag, nonce, windowArgs));
     } catch (err) {
-      throw new LimitStoreError(`redis: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+      throw this.link.failure(err);
     }
     return toDecision(reply);
   }
@@ -195,50 +220,22 @@ export class RedisStore implements Limiter {
   /**
    * Write batching: the first call of an event-loop turn corks the connection and a `setImmediate`
    * (after the turn's I/O callbacks) uncorks it, so every call the turn issued leaves in one
-   * `writev` and Redis reads them in one go. Each call is still its own EVALSHA with its own reply;
-   * nothing waits beyond the turn. Measured: one write syscall per call becomes one per turn (16-64
-   * concurrent clients: ~0.1 per call), 9 % less gateway CPU per request (README "Performance").
-   * ioredis's auto-pipelining aims at the same but allocates a pipeline per turn (see
-   * redis-connection.ts). Cluster clients hold a connection per node and are left as they are.
+   * `writev` and Redis reads them in one go; that moment is when the calls' reply deadlines start
+   * ({@link ReplyWatch.sent}). Each call is still its own EVALSHA with its own reply; nothing waits
+   * beyond the turn. Measured: one write syscall per call becomes one per turn (16-64 concurrent
+   * clients: ~0.1 per call), 9 % less gateway CPU per request (README "Performance"). ioredis's
+   * auto-pipelining aims at the same but allocates a pipeline per turn (see redis-connection.ts).
+   * Cluster clients hold a connection per node and are not corked.
    */
   private batchTurn(): void {
-    if (this.corked !== null || !(this.client instanceof Redis)) return;
-    const stream = this.client.stream;
-    if (stream === undefined) return;
-    stream.cork();
-    this.corked = stream;
-    setImmediate(this.uncork);
-  }
-
-  private whenReady(): Promise<void> {
-    this.readyWaiter ??= new Promise<void>((resolve) =>
-      this.client.once("ready", () => {
-        this.readyWaiter = undefined;
-        resolve();
-      }),
-    );
-    return this.readyWaiter;
-  }
-}
-
-/** One timer bounding a whole call (ready wait + script), whatever the client does internally. */
-class Deadline {
-  private timer: NodeJS.Timeout | undefined;
-  private readonly expired: Promise<never>;
-
-  constructor(ms: number) {
-    this.expired = new Promise<never>((_, reject) => {
-      this.timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
-    });
-    this.expired.catch(() => undefined);
-  }
-
-  race<T>(p: Promise<T>): Promise<T> {
-    return Promise.race([p, this.expired]);
-  }
-
-  clear(): void {
-    clearTimeout(this.timer);
+    if (this.flushing) return;
+    this.flushing = true;
+    const stream = this.client instanceof Redis ? this.client.stream : undefined;
+    if (stream !== undefined) {
+      stream.cork();
+      this.corked = stream;
+    }
+    setImmediate(this.flush);
   }
 }
 

@@ -115,7 +115,7 @@ export class RedisServer {
     return `redis://127.0.0.1:${this.port}`;
   }
 
-  /** (Re)starts the process and waits until it answers PING. */
+  /** (Re)starts the process and waits until it answers PING (with `--requirepass`, authenticated). */
   async start(): Promise<void> {
     const args = ["--port", String(this.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"];
     args.push("--dir", this.dir, "--logfile", join(this.dir, "redis.log"), ...this.args);
@@ -123,7 +123,12 @@ export class RedisServer {
     this.proc = proc;
     live.add(proc);
     proc.once("exit", () => live.delete(proc));
-    await waitFor(`redis-server on ${this.port}`, async () => (await cli(this.port, "PING")) === "PONG");
+    const pw = this.args.indexOf("--requirepass");
+    const auth = pw < 0 ? [] : ["-a", this.args[pw + 1]!, "--no-auth-warning"];
+    await waitFor(
+      `redis-server on ${this.port}`,
+      async () => (await cli(this.port, ...auth, "PING")) === "PONG",
+    );
   }
 
   /** Kills the process (SIGKILL: an abrupt outage) and waits for it to exit. */

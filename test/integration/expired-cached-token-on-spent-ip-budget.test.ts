@@ -1,7 +1,7 @@
 /**
  * SPEC §3's brute-force guard meets a token that expires while cached. Once an IP has spent its
- * anonymous budget, a token that is not cached *and valid* is not sent to the introspection
- * server: the call gets the anonymous 429 until the window frees. A token that was cached but is
+ * guard budget (tokens that failed to resolve), a token that is not cached *and valid* is not sent
+ * to the introspection server: the call gets the anonymous 429 until the guard's window frees. A token that was cached but is
  * now past its `exp` is not valid, so it gets that 429 too, without an introspection call; a cached
  * token still within its `exp` keeps working. Real oidc-provider, gateway on a ManualClock started
  * at the real time (so the provider's `exp` values line up with it).
@@ -55,10 +55,12 @@ it("answers the anonymous 429 without introspecting once the cached token is pas
   expect((await request(`${gw.url}/v1/user`, { headers: bearer })).status).toBe(200);
   expect(auth.introspections()).toBe(1);
 
-  // The IP spends its anonymous budget on calls without a token.
+  // The IP spends its guard budget on tokens that fail to resolve (calls without a token would not).
   for (let i = 0; i < ANONYMOUS_LIMIT; i++) {
-    expect((await request(`${gw.url}/v1/user`)).status).toBe(401);
+    const invented = { authorization: `Bearer invented-${i}` };
+    expect((await request(`${gw.url}/v1/user`, { headers: invented })).status).toBe(401);
   }
+  expect(auth.introspections()).toBe(1 + ANONYMOUS_LIMIT);
   // Cached and within its exp: still served, still not introspected again.
   expect((await request(`${gw.url}/v1/user`, { headers: bearer })).status).toBe(200);
 
@@ -76,7 +78,7 @@ it("answers the anonymous 429 without introspecting once the cached token is pas
   expect(res.headers["x-ratelimit-remaining"]).toBe("0");
   expect(Number(res.headers["retry-after"])).toBeGreaterThanOrEqual(1);
   expect(res.headers["www-authenticate"]).toBeUndefined();
-  expect(auth.introspections()).toBe(1);
+  expect(auth.introspections()).toBe(1 + ANONYMOUS_LIMIT);
   expect(await limitedAuthResults()).toBe(1);
   expect(log.accessLines(gw).at(-1)).toMatchObject({
     status: 429,
@@ -91,5 +93,5 @@ it("answers the anonymous 429 without introspecting once the cached token is pas
   const later = await request(`${gw.url}/v1/user`, { headers: bearer });
   expect(later.status).toBe(401);
   expect(later.headers["www-authenticate"]).toBe('Bearer realm="api", error="invalid_token"');
-  expect(auth.introspections()).toBe(2);
+  expect(auth.introspections()).toBe(2 + ANONYMOUS_LIMIT);
 });

@@ -88,7 +88,7 @@ describe("child spans", () => {
     expect(JSON.stringify(spans.map((s) => [s.name, s.attributes]))).not.toContain(token);
   });
 
-  it("a refused cold token records the budget read, the introspection, then the anonymous count", async () => {
+  it("a refused cold token records the guard's read, the introspection, then the guard's and the anonymous counts", async () => {
     const traceId = "cbf92f3577b34da6a3ce929d0e0e4736";
     const r = await request(`${gw.url}/v1/items`, {
       headers: {
@@ -97,10 +97,11 @@ describe("child spans", () => {
       },
     });
     expect(r.status).toBe(401);
-    const all = await rx.waitFor((x) => x.filter((s) => s.traceId === traceId).length >= 4);
+    const all = await rx.waitFor((x) => x.filter((s) => s.traceId === traceId).length >= 5);
     const mine = all.filter((s) => s.traceId === traceId && s.kind !== KIND.SERVER);
     const order = mine.sort((x, y) => (x.startNs < y.startNs ? -1 : 1)).map((s) => s.name);
-    expect(order).toEqual(["ratelimit.redis", "auth.introspection", "ratelimit.redis"]);
+    // The two counts leave in one write (one round trip), each its own span.
+    expect(order).toEqual(["ratelimit.redis", "auth.introspection", "ratelimit.redis", "ratelimit.redis"]);
   });
 
   it("GET /rate_limit records one Redis read per class of the caller's plan", async () => {

@@ -16,10 +16,10 @@ import type { HotMetrics } from "./observability/hot-metrics.js";
 import type { UpstreamErrorReason } from "./observability/metrics.js";
 import type { ProxyOutcome } from "./outcome.js";
 import type { Endpoint } from "./proxy/endpoint.js";
-import { exchange, type ExchangeResult, type HeadDecorator, type HeadWriter } from "./proxy/exchange.js";
+import { exchange, type ExchangeResult, type ExchangeHooks, type HeadWriter } from "./proxy/exchange.js";
 import { exchangeUpgrade } from "./proxy/exchange-upgrade.js";
 import { stripHopByHop } from "./proxy/forwarded.js";
-import type { ProxyRequest, ResponseTarget } from "./proxy/sink.js";
+import type { ProxyRequest, ResponseTarget } from "./proxy/client-io.js";
 import { addGatewayFields, errorResponse, type GatewayResponse } from "./responses.js";
 import { serializeResponse } from "./transport/raw-response.js";
 import type { RequestScope } from "./scope.js";
@@ -36,7 +36,7 @@ export function upstreamErrorCode(reason: UpstreamErrorReason): ErrorCode {
 }
 
 /** The proxy step of one gateway's core. */
-export class ProxyStep implements HeadDecorator<RequestScope> {
+export class ProxyStep implements ExchangeHooks<RequestScope> {
   constructor(
     private readonly clock: Clock,
     private readonly hot: HotMetrics,
@@ -89,6 +89,7 @@ export class ProxyStep implements HeadDecorator<RequestScope> {
     socket: Socket,
     head: Buffer,
   ): Promise<void> {
+    if (scope.finished) return;
     req.url = outcome.path;
     scope.upstreamStartMs = performance.now();
     const result = await exchangeUpgrade(
@@ -98,13 +99,10 @@ export class ProxyStep implements HeadDecorator<RequestScope> {
       this,
       scope.trace,
     );
-    if (result.status !== 0) {
-      scope.endpoint = result.endpoint.name;
-      scope.finish(result.status, performance.now());
-    }
+    if (result.status !== 0) scope.finish(result.status, performance.now());
   }
 
-  /** {@link HeadDecorator}: the 502/504 on the raw socket, now. */
+  /** {@link ExchangeHooks}: the 502/504 on the raw socket, now. */
   handshakeFailed(scope: RequestScope, socket: Socket, result: ExchangeResult): void {
     const answer = this.answer(scope, result);
     if (answer === null || answer === CUT) return;
@@ -112,14 +110,18 @@ export class ProxyStep implements HeadDecorator<RequestScope> {
     scope.finish(answer.status, performance.now());
   }
 
+  /** {@link ExchangeHooks}: the access line names the endpoint of the latest attempt. */
+  attemptStarted(scope: RequestScope, endpoint: Endpoint): void {
+    scope.endpoint = endpoint.name;
+  }
+
   /**
-   * {@link HeadDecorator}: the upstream's head (SPEC §3, §6), in place: timed, hop-by-hop fields
+   * {@link ExchangeHooks}: the upstream's head (SPEC §3, §6), in place: timed, hop-by-hop fields
    * removed (a 101 keeps `Connection: Upgrade`), `Transfer-Encoding` left to the transport, which
    * re-frames the body, and the gateway's fields written over the upstream's.
    */
-  upstreamHead(scope: RequestScope, headers: HeaderMap, endpoint: Endpoint, upgraded: boolean): void {
+  upstreamHead(scope: RequestScope, headers: HeaderMap, _endpoint: Endpoint, upgraded: boolean): void {
     scope.upstreamMs = performance.now() - scope.upstreamStartMs;
-    scope.endpoint = endpoint.name;
     this.hot.upstream(scope.route!.upstream, scope.upstreamMs / 1000);
     stripHopByHop(headers, upgraded);
     if (headers["transfer-encoding"] !== undefined) delete headers["transfer-encoding"];
@@ -128,7 +130,6 @@ export class ProxyStep implements HeadDecorator<RequestScope> {
 
   /** The one mapping of an exchange's end to what is still to be written. */
   private answer(scope: RequestScope, result: ExchangeResult): ProxyAnswer {
-    scope.endpoint = result.endpoint.name;
     if (result.failure === null) return null;
     const code = upstreamErrorCode(result.failure);
     if (!result.responseStarted) return errorResponse(scope, code, this.clock.nowMs());

@@ -179,6 +179,7 @@ export async function releaseRuntime(old: Runtime, next?: Runtime): Promise<void
 /** Every endpoint's availability, for `gateway_upstream_endpoint_available`. */
 export function* endpointStates(rt: Runtime): Iterable<EndpointAvailability> {
   for (const [upstream, u] of rt.upstreams) {
+    u.refreshEjections();
     for (const e of u.endpoints) yield { upstream, endpoint: e.name, available: e.available };
   }
 }

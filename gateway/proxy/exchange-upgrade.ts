@@ -6,13 +6,13 @@
  * fails before any answer (http-proxy-3 ends the client socket right after); the result says how it
  * ended.
  */
-import type { IncomingMessage } from "node:http";
+import type { ClientRequest, IncomingMessage } from "node:http";
 import type { Socket } from "node:net";
 import type { HeaderMap } from "../facts.js";
 import type { UpstreamErrorReason } from "../observability/metrics.js";
 import type { RequestTrace } from "../observability/tracing/request-trace.js";
 import type { Endpoint } from "./endpoint.js";
-import type { ExchangeResult, HeadDecorator } from "./exchange.js";
+import type { ExchangeResult, ExchangeHooks } from "./exchange.js";
 import type { Upstream } from "./upstream.js";
 import { UPGRADE, type UpgradeExchange } from "./websocket.js";
 
@@ -35,26 +35,32 @@ export function exchangeUpgrade<C>(
   upstream: Upstream,
   request: UpgradeRequest,
   context: C,
-  decorator: HeadDecorator<C>,
+  decorator: ExchangeHooks<C>,
   trace: RequestTrace | null,
 ): Promise<ExchangeResult> {
   const endpoint = upstream.pick(request.hashKey);
   return new HandshakeExchange(upstream, endpoint, context, decorator, trace).start(request);
 }
 
+/** The handshake exchange of a client socket, for its hoisted `close` listener. */
+const HANDSHAKE: unique symbol = Symbol("gateway.handshake");
+type ClientSocket = Socket & { [HANDSHAKE]?: HandshakeExchange<unknown> };
+
 class HandshakeExchange<C> implements UpgradeExchange, ExchangeResult {
   status = 0;
   failure: UpstreamErrorReason | null = null;
   responseStarted = false;
   clientLeft = false;
-  private done = false;
+  done = false;
+  /** The handshake request upstream, once http-proxy-3 made it. */
+  proxyReq: ClientRequest | null = null;
   private resolve: ((r: ExchangeResult) => void) | null = null;
 
   constructor(
     private readonly upstream: Upstream,
     readonly endpoint: Endpoint,
     private readonly context: C,
-    private readonly decorator: HeadDecorator<C>,
+    private readonly decorator: ExchangeHooks<C>,
     private readonly trace: RequestTrace | null,
   ) {}
 
@@ -62,11 +68,30 @@ class HandshakeExchange<C> implements UpgradeExchange, ExchangeResult {
     const done = new Promise<ExchangeResult>((resolve) => (this.resolve = resolve));
     const endpoint = this.endpoint;
     (req as IncomingMessage & { [UPGRADE]?: UpgradeExchange })[UPGRADE] = this;
+    (socket as ClientSocket)[HANDSHAKE] = this as HandshakeExchange<unknown>;
+    socket.once("close", onClientClose);
     endpoint.inFlight++;
     endpoint.requests.inc();
+    this.decorator.attemptStarted(this.context, endpoint);
     this.trace?.startUpstream(req.method ?? "GET", endpoint.address, endpoint.port, req.headers);
     endpoint.ws.relay(req, socket, head);
+    // http-proxy-3 drops a handshake it will not relay (not a GET with `Upgrade: websocket`) by
+    // destroying the socket, with no event: nothing went upstream.
+    if (this.proxyReq === null && !this.done) this.left();
     return done;
+  }
+
+  sent(proxyReq: ClientRequest): void {
+    this.proxyReq = proxyReq;
+  }
+
+  /** The client went away before an answer: the upstream handshake is aborted. */
+  left(): void {
+    if (this.done) return;
+    this.clientLeft = true;
+    this.proxyReq?.destroy();
+    this.trace?.upstreamFailed("aborted");
+    this.settle(null);
   }
 
   upgraded(headers: HeaderMap): void {
@@ -82,11 +107,7 @@ class HandshakeExchange<C> implements UpgradeExchange, ExchangeResult {
     // After an answer the pipe broke: the socket is no longer the core's to answer on.
     if (this.done || !socket.writable) {
       socket.destroy();
-      if (!this.done) {
-        this.clientLeft = true;
-        this.trace?.upstreamFailed("aborted");
-        this.settle(null);
-      }
+      this.left();
       return;
     }
     this.trace?.upstreamFailed(reason);
@@ -112,4 +133,8 @@ class HandshakeExchange<C> implements UpgradeExchange, ExchangeResult {
     this.resolve!(this);
     this.resolve = null;
   }
+}
+
+function onClientClose(this: ClientSocket): void {
+  this[HANDSHAKE]?.left();
 }

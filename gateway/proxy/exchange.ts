@@ -18,7 +18,7 @@ import type { HeaderMap } from "../facts.js";
 import type { UpstreamErrorReason } from "../observability/metrics.js";
 import type { RequestTrace } from "../observability/tracing/request-trace.js";
 import type { Endpoint } from "./endpoint.js";
-import type { ProxyRequest, ResponseTarget } from "./sink.js";
+import type { ProxyRequest, ResponseTarget } from "./client-io.js";
 import type { Upstream } from "./upstream.js";
 import { upstreamErrorReason } from "./upstream-errors.js";
 
@@ -38,10 +38,13 @@ export interface ExchangeResult {
 
 /**
  * The core's part of an exchange, called synchronously at the moments that cannot wait for the
- * result: the response head's arrival, and a handshake's failure before any answer.
+ * result: an attempt's start, the response head's arrival, and a handshake's failure before any
+ * answer.
  * @typeParam C - the core's per-request context (its request scope)
  */
-export interface HeadDecorator<C> {
+export interface ExchangeHooks<C> {
+  /** An attempt goes to `endpoint` (the access line names it even if the client leaves). */
+  attemptStarted(context: C, endpoint: Endpoint): void;
   /** Time the head, drop its hop-by-hop fields, write the gateway's fields over the upstream's. */
   upstreamHead(context: C, headers: HeaderMap, endpoint: Endpoint, upgraded: boolean): void;
   /**
@@ -87,7 +90,7 @@ export function exchange<C, R extends ResponseTarget>(
   request: PlainRequest,
   res: R,
   context: C,
-  decorator: HeadDecorator<C>,
+  decorator: ExchangeHooks<C>,
   writer: HeadWriter<R>,
   trace: RequestTrace | null,
 ): Promise<ExchangeResult> {
@@ -114,7 +117,7 @@ class PlainExchange<C, R extends ResponseTarget> implements Dispatcher.DispatchH
     private readonly req: ProxyRequest,
     private readonly res: R,
     private readonly context: C,
-    private readonly decorator: HeadDecorator<C>,
+    private readonly decorator: ExchangeHooks<C>,
     private readonly writer: HeadWriter<R>,
     private readonly trace: RequestTrace | null,
   ) {}
@@ -129,6 +132,7 @@ class PlainExchange<C, R extends ResponseTarget> implements Dispatcher.DispatchH
     const done = new Promise<ExchangeResult>((resolve) => (this.resolve = resolve));
     endpoint.inFlight++;
     endpoint.requests.inc();
+    this.decorator.attemptStarted(this.context, endpoint);
     this.trace?.startUpstream(request.method, endpoint.address, endpoint.port, headers);
     endpoint.pool.dispatch(
       {

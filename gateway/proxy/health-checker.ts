@@ -2,9 +2,10 @@
  * Active health checks (SPEC §16): every endpoint of an upstream with a `health_check` gets
  * `GET <base path><path>` every `interval_ms`; a probe passes on a 2xx or 3xx answer within
  * `timeout_ms`. An endpoint becomes unhealthy after `unhealthy_threshold` consecutive failing probes
- * and healthy again after `healthy_threshold` passing ones. Endpoints start healthy and the first
- * round of probes starts at once, spread over the interval (endpoint i of n first probed at
- * i × interval / n, so a large pool is never probed all at once: Kong/kong#7409).
+ * and healthy again after `healthy_threshold` passing ones. Endpoints start healthy and each gets
+ * its first probe at start; later rounds are spread over the interval (endpoint i of n is probed
+ * i × interval / n after the round's start), so a large pool is never probed all at once
+ * (Kong/kong#7409). Each change is logged once, here.
  *
  * One checker per gateway process, or with `workers` the cluster primary's alone (Kong's
  * per-worker probing multiplied the probe traffic by the worker count, Kong/kong#6788): it reports
@@ -45,6 +46,8 @@ interface Target {
   readonly path: string;
   readonly timeoutMs: number;
   readonly state: HealthState;
+  /** Delay of this endpoint's probes within a round (ms), added once after the first probe. */
+  offsetMs: number;
   timer: NodeJS.Timeout | null;
 }
 
@@ -86,6 +89,7 @@ export class HealthChecker {
             { healthyThreshold: h.healthy_threshold, unhealthyThreshold: h.unhealthy_threshold },
             initial(name, endpoint),
           ),
+          offsetMs: 0,
           timer: null,
         });
       }
@@ -101,7 +105,10 @@ export class HealthChecker {
     for (const t of this.targets) byUpstream.set(t.upstream, [...(byUpstream.get(t.upstream) ?? []), t]);
     for (const [name, list] of byUpstream) {
       const interval = this.intervals.get(name)!;
-      list.forEach((t, i) => this.schedule(t, Math.floor((i * interval) / list.length)));
+      list.forEach((t, i) => {
+        t.offsetMs = Math.floor((i * interval) / list.length);
+        this.schedule(t, 0);
+      });
     }
   }
 
@@ -145,10 +152,15 @@ export class HealthChecker {
     if (this.stopped) return;
     this.deps.checks.inc({ upstream: t.upstream, endpoint: t.endpoint, result: passed ? "pass" : "fail" });
     if (passed ? t.state.pass() : t.state.fail()) {
-      this.deps.onChange({ upstream: t.upstream, endpoint: t.endpoint, healthy: t.state.healthy });
+      const healthy = t.state.healthy;
+      const fields = { upstream: t.upstream, endpoint: t.endpoint, healthy };
+      if (healthy) this.deps.logger.info(fields, "upstream endpoint healthy again");
+      else this.deps.logger.warn(fields, "upstream endpoint unhealthy: failing health checks");
+      this.deps.onChange(fields);
     }
     // The interval counts from the probe's start, so a slow endpoint is not probed less often.
-    const interval = this.intervals.get(t.upstream)!;
+    const interval = this.intervals.get(t.upstream)! + t.offsetMs;
+    t.offsetMs = 0;
     this.schedule(t, Math.max(0, interval - (performance.now() - startedMs)));
   }
 }

@@ -108,7 +108,7 @@ export class Upstream {
       if (!only.available) this.panics.inc();
       return only;
     }
-    if (this.ejectedCount > 0) this.expireEjections();
+    if (this.ejectedCount > 0) this.refreshEjections();
     let i = balancer.pick(key, false);
     if (i < 0) {
       this.panics.inc();
@@ -133,22 +133,19 @@ export class Upstream {
 
   /**
    * The active health state of one endpoint changed (this process's probes, or the cluster
-   * primary's). Unknown endpoint names are ignored (a configuration that changed meanwhile).
+   * primary's, which log the change once). Unknown endpoint names are ignored (a configuration
+   * that changed meanwhile).
    */
   setHealthy(endpointName: string, healthy: boolean): void {
     const e = this.endpoints.find((x) => x.name === endpointName);
     if (e === undefined || e.healthy === healthy) return;
     e.healthy = healthy;
     e.available = healthy && !e.ejected;
-    this.deps.logger.warn(
-      { upstream: this.name, endpoint: e.name, healthy },
-      healthy ? "upstream endpoint healthy again" : "upstream endpoint unhealthy: failing health checks",
-    );
   }
 
   /** `GET /upstreams`' view of this upstream. */
   snapshot(): UpstreamSnapshot {
-    if (this.ejectedCount > 0) this.expireEjections();
+    this.refreshEjections();
     return {
       balancer: this.balancerKind,
       endpoints: this.endpoints.map((e) => ({
@@ -167,9 +164,13 @@ export class Upstream {
     for (const e of this.endpoints) e.close();
   }
 
-  /** Ends the ejections whose time is up (their `onChange` makes the endpoints available). */
-  private expireEjections(): void {
-    const o = this.outliers!;
+  /**
+   * Ends the ejections whose time is up (their `onChange` makes the endpoints available): on every
+   * pick while some endpoint is ejected, and before the state is read (metrics, admin).
+   */
+  refreshEjections(): void {
+    const o = this.outliers;
+    if (o === null || this.ejectedCount === 0) return;
     if (this.deps.nowMs() >= o.nextUnejectionAt()) o.refresh();
   }
 

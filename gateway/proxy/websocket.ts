@@ -1,6 +1,6 @@
 /**
  * WebSocket upgrades through http-proxy-3 (the maintained successor of the http-proxy API), with
- * the upstream client's agent (so `https://` upstreams and their TLS settings apply). The
+ * the endpoint's agent (so `https://` upstreams and their TLS settings apply). The
  * handshake is authenticated and counted before it gets here; this relays it and then pipes.
  *
  * - The connect timer watches the upstream socket (`connect_timeout_ms`), the response timer the
@@ -21,6 +21,8 @@ import { CONNECT_TIMEOUT_CODE, RESPONSE_TIMEOUT_CODE, upstreamErrorReason } from
 
 /** The exchange of one handshake, found on its request under {@link UPGRADE}. */
 export interface UpgradeExchange {
+  /** The handshake is on its way upstream as `proxyReq` (to abort when the client leaves first). */
+  sent(proxyReq: ClientRequest): void;
   /** The upstream switched protocols: the gateway's fields go on the 101, in place, now. */
   upgraded(headers: HeaderMap): void;
   /** The upstream answered with `status` (not 101): its fields are edited in place, now. */
@@ -61,6 +63,7 @@ export class WebSocketRelay {
     });
     const { timeoutMs, connectTimeoutMs } = timeouts;
     this.proxy.on("proxyReqWs", (proxyReq: ClientRequest, req: Handshake) => {
+      req[UPGRADE]?.sent(proxyReq);
       proxyReq.setTimeout(timeoutMs, onResponseTimeout);
       proxyReq.once("socket", (s: Socket) => {
         if (s.connecting) armConnectTimer(proxyReq, s, connectTimeoutMs);

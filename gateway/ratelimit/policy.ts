@@ -178,7 +178,14 @@ export function compilePolicies(config: GatewayConfig): PolicySet {
   const guard =
     guardWindows === undefined
       ? anonymous
-      : resolvePolicy(ANONYMOUS, "sliding_window", "enforce", windowsOf(guardWindows, offsetMs), "subject", ietf);
+      : resolvePolicy(
+          ANONYMOUS,
+          "sliding_window",
+          "enforce",
+          windowsOf(guardWindows, offsetMs),
+          "subject",
+          ietf,
+        );
   return {
     byClass: none.byClass,
     anonymous,

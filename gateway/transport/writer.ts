@@ -15,7 +15,7 @@ import type { GatewayMetrics } from "../observability/metrics.js";
 import type { Outcome } from "../outcome.js";
 import type { Pipeline } from "../pipeline.js";
 import type { HeadWriter } from "../proxy/exchange.js";
-import type { ProxyRequest, ResponseTarget } from "../proxy/sink.js";
+import type { ProxyRequest, ResponseTarget } from "../proxy/client-io.js";
 import { CUT } from "../proxy-step.js";
 import { errorResponse, jsonResponse, preflightResponse, type GatewayResponse } from "../responses.js";
 import type { Runtime } from "../runtime.js";

@@ -105,17 +105,20 @@ describe("client resets", () => {
     await Promise.all(closed);
     const resetAt = performance.now();
     await waitFor("every upstream request closed", async () => open === 0, 5000);
-    expect(performance.now() - resetAt).toBeLessThan(1000);
+    // Within 1 s on an idle machine; 3 s leaves room for a loaded one (held, they would stay 30 s).
+    expect(performance.now() - resetAt).toBeLessThan(3000);
     flooding = false;
     await probe;
     expect(answered).toBeGreaterThan(0);
     // Idle, the slowest answer takes tens of ms; 2.5 s leaves room for a loaded machine. A starved
     // pool answers nothing until the held requests time out (30 s here).
     expect(slowest).toBeLessThan(2500);
-    // No request the gateway still forwarded stays open upstream, and none is sent later.
-    const after = received;
-    await h2request(other, { ":path": "/v1/fast", ...AUTH });
-    expect(received).toBe(after);
+    // Nothing forwarded for the flood is still counted in flight.
+    await waitFor(
+      "the gateway's count to follow",
+      async () => gw.gateway.upstreams().docs!.endpoints[0]!.in_flight === 0,
+      3000,
+    );
     expect(open).toBe(0);
     // A reset stream is logged and counted as the client's abort (499), never as a 200.
     const m = await scrape(gw.adminUrl);
@@ -135,7 +138,8 @@ describe("client resets", () => {
       socket.write("GET /v1/hold HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer valid-token\r\n\r\n");
       await waitFor("the upstream request", async () => received > before, 5000);
       socket.destroy();
-      await waitFor("the upstream request closed", async () => open === 0, 1000);
+      await waitFor("the upstream request closed", async () => open === 0, 3000);
+      expect(plain.gateway.upstreams().docs!.endpoints[0]!.in_flight).toBe(0);
     } finally {
       await plain.close();
     }

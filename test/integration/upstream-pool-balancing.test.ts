@@ -101,9 +101,9 @@ describe("consistent_hash", () => {
       hash_on: "header:x-tenant",
       health_check: {
         path: HEALTH_PATH,
-        interval_ms: 100,
-        timeout_ms: 100,
-        unhealthy_threshold: 1,
+        interval_ms: 200,
+        timeout_ms: 200,
+        unhealthy_threshold: 2,
         healthy_threshold: 1,
       },
     });

@@ -3,13 +3,14 @@
  * endpoint a call went to (`host:port` as configured), null for a call never proxied.
  */
 import { once } from "node:events";
-import type { AddressInfo } from "node:net";
+import net, { type AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import WebSocket, { WebSocketServer } from "ws";
 import { createLogger } from "../../gateway/observability/logger.js";
 import { startGateway, testConfig, type TestGateway } from "../helpers/gateway.js";
 import { request } from "../helpers/http.js";
 import { logLines, type LogLines } from "../helpers/log-lines.js";
+import { waitFor } from "../helpers/redis-server.js";
 
 const servers: WebSocketServer[] = [];
 const names: string[] = [];
@@ -72,6 +73,50 @@ describe("upgrades across endpoints", () => {
     expect(r.status).toBe(426);
     const line = await log.waitFor((l) => l.reqId === "plain");
     expect(names).toContain(line.endpoint);
+  });
+
+  it("a handshake that is not a WebSocket one, or whose client leaves, leaves nothing in flight", async () => {
+    // An h2c upgrade: http-proxy-3 relays only WebSocket handshakes.
+    const h2c = net.connect(gw.apiPort, "127.0.0.1");
+    h2c.on("error", () => {});
+    h2c.write(
+      "GET /v1/socket HTTP/1.1\r\nHost: x\r\nConnection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\n" +
+        "HTTP2-Settings: AAMAAABkAAQAAP__\r\nAuthorization: Bearer valid-token\r\n\r\n",
+    );
+    await once(h2c, "close");
+    // A client that leaves while the upstream has not answered its handshake.
+    const silent = net.createServer((s) =>
+      s.on("error", () => {}).on("data", () => silent.emit("handshake")),
+    );
+    silent.listen(0, "127.0.0.1");
+    await once(silent, "listening");
+    const silentPort = (silent.address() as AddressInfo).port;
+    const g = await startGateway({
+      ...testConfig(`http://127.0.0.1:${silentPort}`),
+      upstreams: { docs: { url: `http://127.0.0.1:${silentPort}`, timeout_ms: 30_000 } },
+    });
+    try {
+      const client = net.connect(g.apiPort, "127.0.0.1");
+      client.on("error", () => {});
+      client.write(
+        "GET /v1/socket HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n" +
+          "Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n" +
+          "Authorization: Bearer valid-token\r\n\r\n",
+      );
+      // The handshake is on the wire upstream (unanswered) when the client resets its connection.
+      // (A client's FIN is not seen before the 101: nothing reads the socket until the pipe.)
+      await once(silent, "handshake");
+      client.resetAndDestroy();
+      await waitFor(
+        "the exchange to end",
+        async () => g.gateway.upstreams().docs!.endpoints[0]!.in_flight === 0,
+        5000,
+      );
+    } finally {
+      await g.close();
+      silent.close();
+    }
+    expect(gw.gateway.upstreams().docs!.endpoints.map((e) => e.in_flight)).toEqual([0, 0]);
   });
 
   it("a call never proxied has a null endpoint", async () => {

@@ -31,7 +31,7 @@ beforeAll(async () => {
               path: HEALTH_PATH,
               interval_ms: INTERVAL_MS,
               timeout_ms: INTERVAL_MS,
-              unhealthy_threshold: 1,
+              unhealthy_threshold: 2,
               healthy_threshold: 1,
             },
           },

@@ -29,7 +29,9 @@ export type ErrorCode =
   | "auth_unavailable"
   | "ratelimit_unavailable"
   | "bad_gateway"
-  | "gateway_timeout";
+  | "gateway_timeout"
+  | "payload_too_large"
+  | "upstream_overloaded";
 
 /** Code → status, message. Messages never contain tokens, secrets or upstream addresses. */
 export const ERROR_CATALOG: Readonly<Record<ErrorCode, CatalogEntry>> = Object.freeze({
@@ -102,6 +104,18 @@ export const ERROR_CATALOG: Readonly<Record<ErrorCode, CatalogEntry>> = Object.f
     status: 504,
     message: "Gateway timeout",
     condition: "Upstream did not answer within its timeout",
+  },
+  payload_too_large: {
+    status: 413,
+    message: "Request body too large",
+    condition:
+      "`Content-Length` above the route's `max_body_bytes` (or `listen.max_body_bytes`), or a body without one that grows past it; the connection closes",
+    closesConnection: true,
+  },
+  upstream_overloaded: {
+    status: 503,
+    message: "Service overloaded, please retry",
+    condition: "The upstream's `max_in_flight` calls are in flight (circuit breaking); `Retry-After: 1`",
   },
 });
 

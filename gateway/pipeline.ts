@@ -16,16 +16,16 @@ import type { Logger } from "pino";
 import { hasScopes } from "./auth/chain.js";
 import { NetworkGuard } from "./auth/network-guard.js";
 import type { TokenInfo } from "./auth/types.js";
+import { Decisions } from "./decisions.js";
 import type { ErrorCode } from "./errors.js";
 import type { Clock } from "./clock.js";
 import type { RequestFacts } from "./facts.js";
 import { HotMetrics } from "./observability/hot-metrics.js";
-import type { DecisionOutcome, GatewayMetrics } from "./observability/metrics.js";
+import type { GatewayMetrics } from "./observability/metrics.js";
 import { errorOutcome, PREFLIGHT, type Outcome } from "./outcome.js";
 import { clientIp } from "./proxy/forwarded.js";
 import { hashKeyOf } from "./proxy/hash-key.js";
 import { prepareUpstreamRequest } from "./proxy/upstream-request.js";
-import { rateLimitHeaders } from "./ratelimit/headers.js";
 import { identityOf, ipKey } from "./ratelimit/identity.js";
 import type { Decision } from "./ratelimit/limiter.js";
 import type { PlanPolicies, ResolvedPolicy } from "./ratelimit/policy.js";
@@ -49,11 +49,13 @@ export class Pipeline {
   private readonly guard = new NetworkGuard();
   /** The proxy step: runs an exchange and maps its end to what is still to be written. */
   readonly proxy: ProxyStep;
+  private readonly decisions: Decisions;
 
   constructor({ clock, metrics, logger }: PipelineDeps) {
     this.logger = logger;
     this.hot = new HotMetrics(metrics);
     this.proxy = new ProxyStep(clock, this.hot);
+    this.decisions = new Decisions(this.hot, logger);
   }
 
   /**
@@ -80,6 +82,12 @@ export class Pipeline {
     const route = statusPath === target.matchPath ? null : rt.routes.match(target.matchPath);
     if (route === undefined) return this.rejectAnonymous(scope, "not_found");
     scope.route = route;
+    // SPEC §17: a body announced past the limit is refused from the head, never read.
+    const bodyLimit = route === null ? rt.config.listen.max_body_bytes : route.maxBodyBytes;
+    const length = facts.headers["content-length"];
+    if (bodyLimit > 0 && typeof length === "string" && Number(length) > bodyLimit) {
+      return this.rejectAnonymous(scope, "payload_too_large");
+    }
     const className = rt.classifier.classify(scope.method, target.matchPath);
 
     const info = await this.authenticate(scope, facts.headers.authorization as string | undefined);
@@ -96,12 +104,21 @@ export class Pipeline {
     this.hot.authResult(scoped ? "valid" : "insufficient_scope");
     if (route === null) return this.statusEndpoint(scope, policy, info, plan);
 
-    const decision = await this.consume(scope, policy, identity.key);
+    const upstream = rt.upstreams.get(route.upstream)!;
+    // SPEC §17 circuit breaking, before the limiter: an overloaded upstream costs no budget.
+    if (upstream.maxInFlight !== 0) {
+      if (!upstream.admit()) {
+        upstream.overloaded("default");
+        await this.decisions.peek(scope, policy, identity.key);
+        return errorOutcome("upstream_overloaded");
+      }
+      scope.admitted = upstream;
+    }
+    const decision = await this.decisions.consume(scope, policy, identity.key);
     if (decision === null) return errorOutcome("ratelimit_unavailable");
     if (!decision.allowed && policy.mode === "enforce") return errorOutcome("rate_limited");
     if (!scoped) return errorOutcome("auth_insufficient_scope");
 
-    const upstream = rt.upstreams.get(route.upstream)!;
     const hashOn = upstream.hashOn;
     const hashKey =
       hashOn === null ? undefined : hashKeyOf(hashOn, identity.key, scope.clientIp, facts.headers);
@@ -125,7 +142,11 @@ export class Pipeline {
   async refuse(scope: RequestScope, code: ErrorCode): Promise<Outcome> {
     const tracing = scope.runtime.tracing;
     if (tracing !== null) scope.trace = tracing.begin(null, scope.method, scope.startMs, false);
-    const decision = await this.consume(scope, scope.runtime.policies.anonymous, ipKey(scope.clientIp));
+    const decision = await this.decisions.consume(
+      scope,
+      scope.runtime.policies.anonymous,
+      ipKey(scope.clientIp),
+    );
     return errorOutcome(decision === null ? "ratelimit_unavailable" : code);
   }
 
@@ -164,11 +185,11 @@ export class Pipeline {
         return looked.info;
       case "limited":
         this.hot.authResult("limited");
-        this.useDecision(scope, rt.policies.guard, looked.decision);
+        this.decisions.use(scope, rt.policies.guard, looked.decision);
         return errorOutcome("rate_limited");
       case "unavailable":
         this.hot.authResult("unavailable");
-        if (looked.decision !== null) this.useDecision(scope, rt.policies.guard, looked.decision);
+        if (looked.decision !== null) this.decisions.use(scope, rt.policies.guard, looked.decision);
         return errorOutcome("auth_unavailable");
       case "inactive":
         this.hot.authResult("invalid");
@@ -178,23 +199,14 @@ export class Pipeline {
 
   /** A CORS preflight: the IP's anonymous window read, not counted, for the headers (SPEC §14). */
   private async preflight(scope: RequestScope): Promise<Outcome> {
-    const anonymous = scope.runtime.policies.anonymous;
-    try {
-      this.useDecision(
-        scope,
-        anonymous,
-        await scope.runtime.limiter.limiter.peek(ipKey(scope.clientIp), anonymous, scope.trace),
-      );
-    } catch {
-      this.noDecision(scope, anonymous);
-    }
+    await this.decisions.peek(scope, scope.runtime.policies.anonymous, ipKey(scope.clientIp));
     return PREFLIGHT;
   }
 
   /** Counts the call in the anonymous class by client IP, then answers `code` (or 429, or 503). */
   private async rejectAnonymous(scope: RequestScope, code: ErrorCode): Promise<Outcome> {
     const anonymous = scope.runtime.policies.anonymous;
-    const decision = await this.consume(scope, anonymous, ipKey(scope.clientIp));
+    const decision = await this.decisions.consume(scope, anonymous, ipKey(scope.clientIp));
     return this.answerAnonymous(scope, decision, code, true);
   }
 
@@ -206,50 +218,11 @@ export class Pipeline {
   ): Outcome {
     const anonymous = scope.runtime.policies.anonymous;
     if (decision === null) {
-      if (!recorded) this.noDecision(scope, anonymous);
+      if (!recorded) this.decisions.none(scope, anonymous);
       return errorOutcome("ratelimit_unavailable");
     }
-    if (!recorded) this.record(scope, anonymous, decision);
+    if (!recorded) this.decisions.record(scope, anonymous, decision);
     return errorOutcome(decision.allowed ? code : "rate_limited");
-  }
-
-  /** Consumes and records the decision; null when the store failed (`failure_mode: closed`). */
-  private async consume(scope: RequestScope, policy: ResolvedPolicy, key: string): Promise<Decision | null> {
-    let decision: Decision;
-    try {
-      // The trace goes along: a store call that goes to the network is the request's child span.
-      decision = await scope.runtime.limiter.limiter.consume(key, policy, scope.trace);
-    } catch (err) {
-      this.logger.debug({ err, reqId: scope.requestId }, "limit store call failed");
-      this.noDecision(scope, policy);
-      return null;
-    }
-    this.record(scope, policy, decision);
-    return decision;
-  }
-
-  private noDecision(scope: RequestScope, policy: ResolvedPolicy): void {
-    scope.className = policy.className;
-    scope.policy = policy;
-  }
-
-  private record(scope: RequestScope, policy: ResolvedPolicy, decision: Decision): void {
-    this.useDecision(scope, policy, decision);
-    const outcome: DecisionOutcome = decision.degraded
-      ? "degraded"
-      : decision.allowed
-        ? "allowed"
-        : policy.mode === "shadow"
-          ? "shadow_limited"
-          : "limited";
-    this.hot.decision(policy.className, policy.plan ?? "none", outcome);
-  }
-
-  private useDecision(scope: RequestScope, policy: ResolvedPolicy, decision: Decision): void {
-    scope.className = policy.className;
-    scope.policy = policy;
-    scope.decision = decision;
-    scope.headers = rateLimitHeaders(decision, policy);
   }
 
   /** `GET /rate_limit` (SPEC §8, §10): every class of the caller's plan peeked, none counted. */
@@ -268,10 +241,10 @@ export class Pipeline {
       );
     } catch (err) {
       this.logger.debug({ err, reqId: scope.requestId }, "limit store call failed");
-      this.noDecision(scope, policy);
+      this.decisions.none(scope, policy);
       return errorOutcome("ratelimit_unavailable");
     }
-    this.useDecision(scope, policy, decisions[entries.indexOf(policy)]!);
+    this.decisions.use(scope, policy, decisions[entries.indexOf(policy)]!);
     return { kind: "status", body: statusBody(entries, decisions, plan.name) };
   }
 }

@@ -8,6 +8,7 @@
  */
 import type { IncomingMessage } from "node:http";
 import type { Socket } from "node:net";
+import type { Readable } from "node:stream";
 import { performance } from "node:perf_hooks";
 import type { Clock } from "./clock.js";
 import { ERROR_CATALOG, type ErrorCode } from "./errors.js";
@@ -17,7 +18,10 @@ import type { UpstreamErrorReason } from "./observability/metrics.js";
 import type { ProxyOutcome } from "./outcome.js";
 import type { Endpoint } from "./proxy/endpoint.js";
 import { exchange, type ExchangeResult, type ExchangeHooks, type HeadWriter } from "./proxy/exchange.js";
+import { limitBody } from "./proxy/body-limit.js";
 import { exchangeUpgrade } from "./proxy/exchange-upgrade.js";
+import { readWhole } from "./proxy/read-whole.js";
+import { IDEMPOTENT_METHODS, REPLAY_MAX_BYTES } from "./proxy/retry-policy.js";
 import { stripHopByHop } from "./proxy/forwarded.js";
 import type { ProxyRequest, ResponseTarget } from "./proxy/client-io.js";
 import { addGatewayFields, errorResponse, type GatewayResponse } from "./responses.js";
@@ -58,15 +62,38 @@ export class ProxyStep implements ExchangeHooks<RequestScope> {
     // The client went away while the core authenticated and counted the call (a reset stream, a
     // closed connection): nothing is sent upstream for it.
     if (scope.finished) return null;
+    const route = scope.route!;
+    const headers = outcome.headers;
+    const length = headers["content-length"];
+    const limit = route.maxBodyBytes;
+    let upload: Readable | null = hasBody ? body : null;
+    // A body without a length that grows past the limit is cut (one with a length was refused).
+    if (hasBody && limit > 0 && length === undefined) upload = limitBody(body, limit);
+    let retry = route.retry;
+    let replay: Buffer | null = null;
+    if (retry !== null) {
+      // SPEC §17: idempotent methods or an Idempotency-Key, and a body kept whole for replay.
+      if (!IDEMPOTENT_METHODS.has(scope.method) && headers["idempotency-key"] === undefined) retry = null;
+      else if (hasBody) {
+        const n = typeof length === "string" ? Number(length) : NaN;
+        if (n <= REPLAY_MAX_BYTES) {
+          replay = await readWhole(body, n);
+          if (replay === null) return null; // the client left while sending it
+        } else retry = null;
+      }
+    }
     scope.upstreamStartMs = performance.now();
     const result = await exchange(
       outcome.upstream,
       {
         method: scope.method,
         path: outcome.path,
-        headers: outcome.headers,
+        headers,
         body,
-        hasBody,
+        upload,
+        replay,
+        retry,
+        timeoutMs: route.timeoutMs,
         hashKey: outcome.hashKey,
       },
       res,
@@ -113,6 +140,7 @@ export class ProxyStep implements ExchangeHooks<RequestScope> {
   /** {@link ExchangeHooks}: the access line names the endpoint of the latest attempt. */
   attemptStarted(scope: RequestScope, endpoint: Endpoint): void {
     scope.endpoint = endpoint.name;
+    scope.attempts++;
   }
 
   /**
@@ -130,8 +158,8 @@ export class ProxyStep implements ExchangeHooks<RequestScope> {
 
   /** The one mapping of an exchange's end to what is still to be written. */
   private answer(scope: RequestScope, result: ExchangeResult): ProxyAnswer {
-    if (result.failure === null) return null;
-    const code = upstreamErrorCode(result.failure);
+    if (result.failure === null && !result.bodyTooLarge) return null;
+    const code = result.failure === null ? "payload_too_large" : upstreamErrorCode(result.failure);
     if (!result.responseStarted) return errorResponse(scope, code, this.clock.nowMs());
     // The client must see a broken stream, not a short body; the exchange is logged and counted as
     // the upstream's failure, not as a client abort.

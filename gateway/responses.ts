@@ -9,6 +9,8 @@ import type { RequestScope } from "./scope.js";
 
 /** `Retry-After` (s) on a 503 the gateway produces. */
 export const UNAVAILABLE_RETRY_AFTER_S = 5;
+/** `Retry-After` (s) on a 503 `upstream_overloaded` (SPEC §17): capacity frees as calls finish. */
+export const OVERLOADED_RETRY_AFTER_S = 1;
 const JSON_TYPE = "application/json; charset=utf-8";
 
 /** A response of the gateway's own. */
@@ -79,7 +81,8 @@ export function errorResponse(scope: RequestScope, code: ErrorCode, nowMs: numbe
     body = errorBody(code, n);
   } else {
     body = errorBody(code);
-    if (entry.status === 503) headers["retry-after"] = String(UNAVAILABLE_RETRY_AFTER_S);
+    if (code === "upstream_overloaded") headers["retry-after"] = String(OVERLOADED_RETRY_AFTER_S);
+    else if (entry.status === 503) headers["retry-after"] = String(UNAVAILABLE_RETRY_AFTER_S);
   }
   const challenge = challengeFor(code, scope.runtime.config.auth.realm, scope.route?.scopes);
   if (challenge !== null) headers["www-authenticate"] = challenge;

@@ -65,6 +65,10 @@ export class RequestScope {
   upstreamMs = -1;
   /** `host:port` of the upstream endpoint that answered or failed (SPEC §16), or null. */
   endpoint: string | null = null;
+  /** The upstream whose `max_in_flight` admitted this call, released when it finishes; or null. */
+  admitted: { release(): void } | null = null;
+  /** Upstream tries made (SPEC §17: 1 without retries), or 0 when never proxied. */
+  attempts = 0;
   /** The request's spans while tracing is on (SPEC §13), else null: nothing is allocated. */
   trace: RequestTrace | null = null;
   /** The observers were told. */
@@ -90,6 +94,7 @@ export class RequestScope {
   finish(status: number, nowMs: number): void {
     if (this.finished) return;
     this.finished = true;
+    if (this.admitted !== null) this.admitted.release();
     const durationMs = nowMs - this.startMs;
     for (const o of this.observers) o.onFinish(this, status, durationMs);
   }

@@ -11,6 +11,7 @@ import { authSchema } from "./auth-schema.js";
 import { corsSchema } from "./cors-schema.js";
 import { nonNegativeInt, port, positiveInt } from "./primitives.js";
 import { rateLimitsSchema } from "./rate-limits-schema.js";
+import { routeSchema } from "./route-schema.js";
 import { listenTlsSchema } from "./tls-schema.js";
 import { tracingSchema } from "./tracing-schema.js";
 import { upstreamProblems, upstreamSchema } from "./upstream-schema.js";
@@ -22,19 +23,6 @@ const listenerSchema = (defaultPort: number) =>
     port: port.default(defaultPort).describe("TCP port; 0 picks a free one (tests)."),
   });
 
-const routeSchema = z.strictObject({
-  prefix: z
-    .string()
-    .regex(/^\/[^?#]*$/, { error: "expected a path prefix starting with /" })
-    .describe("Path prefix, matched at a segment boundary; longest prefix wins."),
-  upstream: z.string().min(1).describe("Name of an entry of `upstreams`."),
-  scopes: z
-    .array(z.string().min(1))
-    .default([])
-    .describe("OAuth scopes the token must all carry (403 insufficient_scope otherwise)."),
-  strip_prefix: z.boolean().default(false).describe("Remove the prefix before forwarding."),
-});
-
 const listenSchema = listenerSchema(8080).extend({
   grace_ms: positiveInt.default(10_000).describe("Shutdown: time in-flight requests have to finish (ms)."),
   headers_timeout_ms: positiveInt.default(10_000).describe("Time a client has to send its headers (ms)."),
@@ -45,6 +33,9 @@ const listenSchema = listenerSchema(8080).extend({
     .default(5_000)
     .describe("Idle keep-alive client sockets close after (ms)."),
   max_header_bytes: positiveInt.default(16_384).describe("Largest request head accepted (bytes); 431 above."),
+  max_body_bytes: nonNegativeInt
+    .default(0)
+    .describe("Largest request body (bytes) unless the route sets its own; 413 above, 0 = no limit."),
   tls: listenTlsSchema.optional().describe("TLS on the API listener; without it plain HTTP/1.1."),
   http2: z
     .boolean()

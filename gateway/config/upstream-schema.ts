@@ -76,6 +76,25 @@ export const upstreamSchema = z.strictObject({
     .default(5_000)
     .describe("Time to establish the TCP connection to the upstream (ms); 502 after."),
   max_sockets: positiveInt.default(256).describe("Keep-alive agent: sockets per endpoint."),
+  max_in_flight: positiveInt
+    .optional()
+    .describe(
+      "Calls in flight to this upstream per process; above it 503 upstream_overloaded (circuit breaking).",
+    ),
+  retry_budget: z
+    .strictObject({
+      ratio: z
+        .number({ error: "expected a number from 0 to 1" })
+        .min(0, { error: "expected a number from 0 to 1" })
+        .max(1, { error: "expected a number from 0 to 1" })
+        .default(0.2)
+        .describe("Retries in flight at most this share of the calls in flight to the upstream."),
+      min_retries: nonNegativeInt
+        .default(3)
+        .describe("Retries in flight always allowed, whatever the ratio."),
+    })
+    .prefault({})
+    .describe("Envoy's retry budget: bounds the extra load retries put on a failing upstream."),
   keep_alive_ms: positiveInt
     .default(4_000)
     .describe("Idle time before a pooled upstream socket is closed (ms); below the upstream's own."),

@@ -32,6 +32,8 @@ export interface AccessLine {
   upstreamMs: number | null;
   /** `host:port` of the upstream endpoint that answered (SPEC §16); null for calls never proxied. */
   endpoint: string | null;
+  /** Upstream tries (SPEC §17: 1 without retries); null for calls never proxied. */
+  attempts: number | null;
   identity: string | null;
   remaining: number | null;
   clientIp: string;
@@ -99,6 +101,7 @@ export class AccessLog implements FinishObserver {
       `,"status":${status},"durationMs":${ms(durationMs)}` +
       `,"upstreamMs":${scope.upstreamMs >= 0 ? ms(scope.upstreamMs) : "null"}` +
       `,"endpoint":${scope.endpoint === null ? "null" : JSON.stringify(scope.endpoint)}` +
+      `,"attempts":${scope.attempts === 0 ? "null" : scope.attempts}` +
       `,"identity":${scope.identity === "" ? "null" : JSON.stringify(scope.identity)}` +
       `,"remaining":${decision === null ? "null" : decision.remaining}` +
       `,"clientIp":${JSON.stringify(scope.clientIp)},"protocol":"${scope.protocol}"`;

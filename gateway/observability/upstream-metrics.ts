@@ -1,6 +1,6 @@
 /**
- * The metric families of upstream pools (SPEC §16): endpoint availability, calls per endpoint,
- * health-check probes, ejections and panic routing. Label values are configuration names
+ * The metric families of upstream pools (SPEC §16, §17): endpoint availability, calls per endpoint,
+ * health-check probes, ejections, panic routing, retries and calls refused by `max_in_flight`. Label values are configuration names
  * (upstream) and endpoints as configured (`host:port`), never request data.
  */
 import { Counter, Gauge, type Registry } from "prom-client";
@@ -39,6 +39,8 @@ export interface UpstreamPoolMetrics {
   healthChecks: Counter<"upstream" | "endpoint" | "result">;
   ejections: Counter<"upstream" | "endpoint">;
   panic: Counter<"upstream">;
+  retries: Counter<"upstream" | "result">;
+  overloaded: Counter<"upstream" | "priority">;
   /** Set by the gateway once its configuration is built. */
   states: EndpointStates;
 }
@@ -77,6 +79,18 @@ export function createUpstreamPoolMetrics(registry: Registry): UpstreamPoolMetri
       name: "gateway_upstream_panic_total",
       help: "Calls routed with no endpoint available (spread over all endpoints), by upstream.",
       labelNames: ["upstream"],
+      registers,
+    }),
+    retries: new Counter({
+      name: "gateway_upstream_retries_total",
+      help: "Retries by upstream and result (retried, budget_exhausted: a retry the budget refused).",
+      labelNames: ["upstream", "result"],
+      registers,
+    }),
+    overloaded: new Counter({
+      name: "gateway_upstream_overloaded_total",
+      help: "Calls answered 503 upstream_overloaded before the limiter, by upstream and caller priority.",
+      labelNames: ["upstream", "priority"],
       registers,
     }),
     states,

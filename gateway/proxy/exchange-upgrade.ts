@@ -12,7 +12,7 @@ import type { HeaderMap } from "../facts.js";
 import type { UpstreamErrorReason } from "../observability/metrics.js";
 import type { RequestTrace } from "../observability/tracing/request-trace.js";
 import type { Endpoint } from "./endpoint.js";
-import type { ExchangeResult, ExchangeHooks } from "./exchange.js";
+import type { ExchangeResult, ExchangeHooks } from "./exchange-types.js";
 import type { Upstream } from "./upstream.js";
 import { UPGRADE, type UpgradeExchange } from "./websocket.js";
 
@@ -51,6 +51,8 @@ class HandshakeExchange<C> implements UpgradeExchange, ExchangeResult {
   failure: UpstreamErrorReason | null = null;
   responseStarted = false;
   clientLeft = false;
+  attempts = 1;
+  readonly bodyTooLarge = false;
   done = false;
   /** The handshake request upstream, once http-proxy-3 made it. */
   proxyReq: ClientRequest | null = null;

@@ -60,6 +60,18 @@ export class Upstream {
   /** Endpoints ejected now (their return is checked on pick only while there are some). */
   private ejectedCount = 0;
   private readonly panics: ReturnType<Counter<"upstream">["labels"]>;
+  /** `max_in_flight` (SPEC §17), or 0 for no limit. */
+  readonly maxInFlight: number;
+  /** Calls admitted under `max_in_flight` and not finished (only counted with a limit). */
+  calls = 0;
+  /** Tries in flight, each retry from the moment it is decided (the retry budget's base). */
+  triesInFlight = 0;
+  /** Retries in flight, from their decision (backoff included) to their end. */
+  retriesInFlight = 0;
+  private readonly budgetRatio: number;
+  private readonly budgetMinRetries: number;
+  private readonly retried: ReturnType<Counter<"upstream" | "result">["labels"]>;
+  private readonly budgetExhausted: ReturnType<Counter<"upstream" | "result">["labels"]>;
 
   /**
    * @param tls - each endpoint's TLS settings (same order as its endpoints), null entries for http
@@ -94,6 +106,68 @@ export class Upstream {
           )
         : null;
     this.panics = pool.panic.labels({ upstream: name });
+    this.maxInFlight = cfg.max_in_flight ?? 0;
+    this.budgetRatio = cfg.retry_budget.ratio;
+    this.budgetMinRetries = cfg.retry_budget.min_retries;
+    this.retried = pool.retries.labels({ upstream: name, result: "retried" });
+    this.budgetExhausted = pool.retries.labels({ upstream: name, result: "budget_exhausted" });
+  }
+
+  /**
+   * Admits one call under `max_in_flight` (SPEC §17 circuit breaking); the caller releases it when
+   * the call ends. Always true without a limit.
+   */
+  admit(): boolean {
+    if (this.maxInFlight === 0) return true;
+    if (this.calls >= this.maxInFlight) return false;
+    this.calls++;
+    return true;
+  }
+
+  /** A call refused by `max_in_flight` (or, SPEC §18, shed), by the caller's priority. */
+  overloaded(priority: string): void {
+    this.deps.metrics.pool.overloaded.inc({ upstream: this.name, priority });
+  }
+
+  /** The end of a call {@link admit} let in. */
+  release(): void {
+    if (this.maxInFlight !== 0) this.calls--;
+  }
+
+  /**
+   * Asks the retry budget for one retry (Envoy's retry budget, SPEC §17): retries in flight stay at
+   * most `max(min_retries, ratio × tries in flight)`. A granted retry is in flight (and a try in
+   * flight) from now until {@link retryEnded}.
+   * @returns false when the budget is spent (counted as `budget_exhausted`)
+   */
+  tryRetry(): boolean {
+    const allowed = Math.max(this.budgetMinRetries, this.budgetRatio * this.triesInFlight);
+    if (this.retriesInFlight >= allowed) {
+      this.budgetExhausted.inc();
+      return false;
+    }
+    this.retriesInFlight++;
+    this.retried.inc();
+    return true;
+  }
+
+  /** A retry {@link tryRetry} granted has ended (answered, failed or given up). */
+  retryEnded(): void {
+    this.retriesInFlight--;
+  }
+
+  /**
+   * The endpoint for a retry: another available one than `previous` when the upstream has one,
+   * else the balancer's pick (an upstream of one endpoint retries that endpoint).
+   */
+  pickOther(previous: Endpoint, key: string | undefined): Endpoint {
+    const first = this.pick(key);
+    if (first !== previous || this.endpoints.length === 1) return first;
+    for (let n = 0; n < this.endpoints.length; n++) {
+      const e = this.endpoints[(previous.index + 1 + n) % this.endpoints.length]!;
+      if (e !== previous && e.available) return e;
+    }
+    return first;
   }
 
   /**

@@ -1,5 +1,6 @@
 /** Route table: longest path prefix wins (SPEC §7). Built once per configuration. */
 import type { GatewayConfig } from "../config/schema.js";
+import { compileRetryPolicy, type RetryPolicy } from "../proxy/retry-policy.js";
 import { coversPrefix } from "./patterns.js";
 
 /** A compiled route; plain data. */
@@ -10,15 +11,29 @@ export interface Route {
   /** Scopes the token must all carry. */
   scopes: readonly string[];
   stripPrefix: boolean;
+  /** Time from the first try to a response head over every try (ms), or 0: per try, the upstream's. */
+  timeoutMs: number;
+  /** Largest request body (bytes), the route's or the listener's; 0 = no limit (SPEC §17). */
+  maxBodyBytes: number;
+  /** The route's retries, or null. */
+  retry: RetryPolicy | null;
 }
 
 /** Matches a normalised path to its route. */
 export class RouteTable {
   readonly routes: readonly Route[];
 
-  constructor(config: Pick<GatewayConfig, "routes">) {
+  constructor(config: Pick<GatewayConfig, "routes" | "listen">) {
     this.routes = config.routes
-      .map((r) => ({ prefix: r.prefix, upstream: r.upstream, scopes: r.scopes, stripPrefix: r.strip_prefix }))
+      .map((r) => ({
+        prefix: r.prefix,
+        upstream: r.upstream,
+        scopes: r.scopes,
+        stripPrefix: r.strip_prefix,
+        timeoutMs: r.timeout_ms ?? 0,
+        maxBodyBytes: r.max_body_bytes ?? config.listen.max_body_bytes,
+        retry: compileRetryPolicy(r.retries, r.timeout_ms ?? 0),
+      }))
       .sort((a, b) => b.prefix.length - a.prefix.length);
   }
 

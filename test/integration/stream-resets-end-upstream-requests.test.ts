@@ -139,7 +139,11 @@ describe("client resets", () => {
       await waitFor("the upstream request", async () => received > before, 5000);
       socket.destroy();
       await waitFor("the upstream request closed", async () => open === 0, 3000);
-      expect(plain.gateway.upstreams().docs!.endpoints[0]!.in_flight).toBe(0);
+      await waitFor(
+        "the gateway's count to follow",
+        async () => plain.gateway.upstreams().docs!.endpoints[0]!.in_flight === 0,
+        3000,
+      );
     } finally {
       await plain.close();
     }

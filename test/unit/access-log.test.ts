@@ -80,6 +80,7 @@ function expected(f: Fields): Omit<AccessLine, "time"> {
     durationMs: round(f.durationMs),
     upstreamMs: f.upstreamMs >= 0 ? round(f.upstreamMs) : null,
     endpoint: f.endpoint ?? null,
+    attempts: null,
     identity: f.identity === "" ? null : f.identity,
     remaining: f.remaining,
     clientIp: f.clientIp,

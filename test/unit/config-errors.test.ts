@@ -54,7 +54,7 @@ describe("configuration errors name the key path", () => {
 
   it("unknown_key_far_from_any lists the known keys instead of guessing", () => {
     expect(problemsOf("unknown_key_far_from_any.yaml")).toEqual([
-      'routes[0]: unknown key "colour" (known: prefix, upstream, scopes, strip_prefix) @4:36',
+      'routes[0]: unknown key "colour" (known: prefix, upstream, scopes, strip_prefix, timeout_ms, max_body_bytes, retries) @4:36',
     ]);
   });
 

@@ -1,0 +1,68 @@
+/**
+ * One try of a plain exchange: the undici handler (undici 7 handler API) of one dispatch. Each try
+ * has its own, so the callbacks of a try the exchange gave up (for a retry, a timeout or a client
+ * that left) are told apart from the current one's and ignored.
+ */
+import type { Dispatcher } from "undici";
+import type { HeaderMap } from "../facts.js";
+import type { Endpoint } from "./endpoint.js";
+
+/** Aborts a try that was given up. */
+export const GIVEN_UP = new Error("try given up");
+
+/** The exchange a try reports to while it has not ended. */
+export interface AttemptOwner {
+  head(
+    attempt: Attempt,
+    controller: Dispatcher.DispatchController,
+    status: number,
+    headers: HeaderMap,
+    message: string,
+  ): void;
+  data(controller: Dispatcher.DispatchController, chunk: Buffer): void;
+  end(attempt: Attempt): void;
+  failed(attempt: Attempt, err: Error): void;
+}
+
+/** One try: undici's handler, forwarding to its exchange while it is the current try. */
+export class Attempt implements Dispatcher.DispatchHandler {
+  controller: Dispatcher.DispatchController | null = null;
+  /** Accounted for and given up or finished: undici's later callbacks are ignored. */
+  ended = false;
+  timer: NodeJS.Timeout | null = null;
+
+  constructor(
+    readonly exchange: AttemptOwner,
+    readonly endpoint: Endpoint,
+    /** A retry (counted in the upstream's retry budget until it ends). */
+    readonly retry: boolean,
+  ) {}
+
+  onRequestStart(controller: Dispatcher.DispatchController): void {
+    this.controller = controller;
+    if (this.ended) controller.abort(GIVEN_UP);
+  }
+
+  onResponseStart(
+    controller: Dispatcher.DispatchController,
+    statusCode: number,
+    headers: Record<string, string | string[] | undefined>,
+    statusMessage?: string,
+  ): void {
+    // 1xx interim responses are not relayed (the transport answers `Expect: 100-continue` itself).
+    if (this.ended || statusCode < 200) return;
+    this.exchange.head(this, controller, statusCode, headers as HeaderMap, statusMessage ?? "");
+  }
+
+  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    if (!this.ended) this.exchange.data(controller, chunk);
+  }
+
+  onResponseEnd(): void {
+    if (!this.ended) this.exchange.end(this);
+  }
+
+  onResponseError(_controller: Dispatcher.DispatchController, err: Error): void {
+    if (!this.ended) this.exchange.failed(this, err);
+  }
+}

@@ -1,0 +1,267 @@
+/**
+ * One plain exchange and its tries (SPEC §16, §17): each try goes to an endpoint the upstream
+ * picks, through that endpoint's undici pool (undici 7 handler API), with its own handler object
+ * ({@link Attempt}) so that the callbacks of a try that was given up are told apart from the
+ * current one's. A failed try is retried when the route's policy, the call (idempotent, its body
+ * kept whole) and the upstream's retry budget allow it, and nothing of the response has reached
+ * the client; the head of the try that answers is decorated by the core and written by the
+ * transport, its body streams with backpressure.
+ *
+ * Timers exist only where configured: a try's `per_try_timeout_ms`, the route's `timeout_ms` (first
+ * try to response head), a backoff. Without them undici's own header and body timers
+ * (`upstreams.<name>.timeout_ms`, on a coarse clock: up to about 1 s late) bound a try.
+ */
+import type { Dispatcher } from "undici";
+import { Attempt, GIVEN_UP, type AttemptOwner } from "./attempt.js";
+import type { HeaderMap } from "../facts.js";
+import type { UpstreamErrorReason } from "../observability/metrics.js";
+import type { RequestTrace } from "../observability/tracing/request-trace.js";
+import type { ResponseTarget } from "./client-io.js";
+import type { Endpoint } from "./endpoint.js";
+import { BODY_TOO_LARGE } from "./body-limit.js";
+import type { ExchangeHooks, ExchangeResult, HeadWriter, PlainRequest } from "./exchange-types.js";
+import { backoffMs } from "./retry-policy.js";
+import type { Upstream } from "./upstream.js";
+import { RESPONSE_TIMEOUT_CODE, upstreamErrorReason } from "./upstream-errors.js";
+
+/** The exchange of a response object, for the hoisted `close` and `drain` listeners. */
+const EXCHANGE: unique symbol = Symbol("gateway.exchange");
+type Relayed = ResponseTarget & { [EXCHANGE]?: PlainExchange<unknown, ResponseTarget> };
+
+const CLIENT_ABORTED = new Error("client closed the connection");
+
+const TRY_TIMED_OUT: NodeJS.ErrnoException = Object.assign(new Error("upstream try timed out"), {
+  code: RESPONSE_TIMEOUT_CODE,
+});
+
+/** One plain exchange: its tries and the result it resolves to. */
+export class PlainExchange<C, R extends ResponseTarget> implements ExchangeResult, AttemptOwner {
+  status = 0;
+  failure: UpstreamErrorReason | null = null;
+  responseStarted = false;
+  clientLeft = false;
+  attempts = 0;
+  bodyTooLarge = false;
+  endpoint: Endpoint;
+  /** Settled: a later client `close` has nothing to abort. */
+  done = false;
+  /** The try in progress, or null during a backoff. */
+  current: Attempt | null = null;
+  private backoff: NodeJS.Timeout | null = null;
+  private deadline: NodeJS.Timeout | null = null;
+  private resolve: ((r: ExchangeResult) => void) | null = null;
+
+  constructor(
+    private readonly upstream: Upstream,
+    private readonly request: PlainRequest,
+    private readonly res: R,
+    private readonly context: C,
+    private readonly hooks: ExchangeHooks<C>,
+    private readonly writer: HeadWriter<R>,
+    private readonly trace: RequestTrace | null,
+  ) {
+    this.endpoint = upstream.pick(request.hashKey);
+  }
+
+  start(): Promise<ExchangeResult> {
+    const done = new Promise<ExchangeResult>((resolve) => (this.resolve = resolve));
+    const headers = this.request.headers;
+    // undici frames the body itself and refuses the field.
+    if (headers["transfer-encoding"] !== undefined) delete headers["transfer-encoding"];
+    (this.res as Relayed)[EXCHANGE] = this as PlainExchange<unknown, ResponseTarget>;
+    this.res.on("close", onClientClose); // emitted once; `on` skips once()'s wrapper
+    if (this.request.timeoutMs > 0) this.deadline = setTimeout(onDeadline, this.request.timeoutMs, this);
+    this.upstream.triesInFlight++;
+    this.launch(this.endpoint, false);
+    return done;
+  }
+
+  /** Sends one try to `endpoint` (counted in the upstream's tries in flight by the caller). */
+  private launch(endpoint: Endpoint, retry: boolean): void {
+    const { request, trace } = this;
+    this.endpoint = endpoint;
+    this.attempts++;
+    endpoint.inFlight++;
+    endpoint.requests.inc();
+    this.hooks.attemptStarted(this.context, endpoint);
+    trace?.startUpstream(request.method, endpoint.address, endpoint.port, request.headers);
+    const attempt = new Attempt(this, endpoint, retry);
+    this.current = attempt;
+    const perTry = request.retry?.perTryTimeoutMs ?? 0;
+    if (perTry > 0) attempt.timer = setTimeout(onTryTimeout, perTry, attempt);
+    endpoint.pool.dispatch(
+      {
+        path: endpoint.basePath + request.path,
+        method: request.method as Dispatcher.HttpMethod,
+        headers: request.headers,
+        body: request.replay ?? request.upload,
+      },
+      attempt,
+    );
+  }
+
+  /** The current try's response head: relayed, or given up for a retry of its status. */
+  head(
+    attempt: Attempt,
+    controller: Dispatcher.DispatchController,
+    status: number,
+    headers: HeaderMap,
+    message: string,
+  ): void {
+    this.trace?.upstreamResponded(status);
+    this.upstream.answered(attempt.endpoint, status);
+    if (this.request.retry?.statuses.has(status) === true && this.mayRetry()) {
+      this.finish(attempt);
+      controller.abort(GIVEN_UP);
+      this.retry();
+      return;
+    }
+    if (this.deadline !== null) clearTimeout(this.deadline);
+    if (attempt.timer !== null) clearTimeout(attempt.timer);
+    this.status = status;
+    this.hooks.upstreamHead(this.context, headers, attempt.endpoint, false);
+    this.writer.writeHead(this.res, status, message, headers);
+    this.responseStarted = true;
+  }
+
+  data(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    if (!this.res.write(chunk)) {
+      controller.pause();
+      this.res.once("drain", onDrain);
+    }
+  }
+
+  end(attempt: Attempt): void {
+    this.res.end();
+    this.finish(attempt);
+    this.settle(null);
+  }
+
+  /** The current try failed (or timed out): retried when allowed, else the exchange's failure. */
+  failed(attempt: Attempt, err: Error): void {
+    // The client left (abort, or a broken request body): there is no one to answer.
+    if (this.clientLeft || this.res.destroyed || this.request.body.socket?.destroyed !== false) {
+      this.left();
+      return;
+    }
+    if (err === BODY_TOO_LARGE) {
+      this.trace?.upstreamFailed("body_too_large");
+      this.bodyTooLarge = true;
+      this.finish(attempt);
+      this.settle(null);
+      return;
+    }
+    const reason = upstreamErrorReason(err);
+    this.trace?.upstreamFailed(reason);
+    this.upstream.failed(attempt.endpoint, reason);
+    this.finish(attempt);
+    if (!this.responseStarted && this.request.retry?.reasons.has(reason) === true && this.mayRetry()) {
+      this.retry();
+      return;
+    }
+    this.settle(reason);
+  }
+
+  /** The client went away: the try in progress is aborted, a pending retry dropped. */
+  left(): void {
+    if (this.done) return;
+    this.clientLeft = true;
+    const attempt = this.current;
+    if (attempt !== null) {
+      this.trace?.upstreamFailed("aborted");
+      this.finish(attempt);
+      attempt.controller?.abort(CLIENT_ABORTED);
+    } else if (this.backoff !== null) {
+      this.dropRetry();
+    }
+    this.settle(null);
+  }
+
+  /** The route's `timeout_ms` passed before any response head: 504, no more tries. */
+  timedOut(): void {
+    if (this.done || this.responseStarted) return;
+    const attempt = this.current;
+    if (attempt !== null) {
+      this.trace?.upstreamFailed("timeout");
+      this.upstream.failed(attempt.endpoint, "timeout");
+      this.finish(attempt);
+      attempt.controller?.abort(TRY_TIMED_OUT);
+    } else if (this.backoff !== null) {
+      this.dropRetry();
+    }
+    this.settle("timeout");
+  }
+
+  /** Whether one more try is allowed: tries left, nothing sent, and the budget's consent. */
+  private mayRetry(): boolean {
+    const policy = this.request.retry!;
+    if (this.attempts > policy.attempts || this.clientLeft || this.responseStarted) return false;
+    return this.upstream.tryRetry();
+  }
+
+  /** Waits the backoff, then tries another endpoint (the retry is in flight from now). */
+  private retry(): void {
+    this.current = null;
+    this.upstream.triesInFlight++;
+    const wait = backoffMs(this.request.retry!, this.attempts, Math.random());
+    this.backoff = setTimeout(onBackoff, wait, this);
+  }
+
+  /** After the backoff. */
+  relaunch(): void {
+    this.backoff = null;
+    if (this.done) return;
+    this.launch(this.upstream.pickOther(this.endpoint, this.request.hashKey), true);
+  }
+
+  private dropRetry(): void {
+    clearTimeout(this.backoff!);
+    this.backoff = null;
+    this.upstream.triesInFlight--;
+    this.upstream.retryEnded();
+  }
+
+  /** A try's end, accounted once: its endpoint, the upstream's tries and retries in flight. */
+  private finish(attempt: Attempt): void {
+    if (attempt.ended) return;
+    attempt.ended = true;
+    if (attempt.timer !== null) clearTimeout(attempt.timer);
+    attempt.endpoint.inFlight--;
+    this.upstream.triesInFlight--;
+    if (attempt.retry) this.upstream.retryEnded();
+    if (this.current === attempt) this.current = null;
+  }
+
+  private settle(failure: UpstreamErrorReason | null): void {
+    if (this.done) return;
+    this.done = true;
+    this.failure = failure;
+    if (this.deadline !== null) clearTimeout(this.deadline);
+    this.resolve!(this);
+    this.resolve = null;
+  }
+}
+
+function onClientClose(this: Relayed): void {
+  this[EXCHANGE]?.left();
+}
+
+function onDrain(this: Relayed): void {
+  this[EXCHANGE]?.current?.controller?.resume();
+}
+
+function onDeadline(exchange: PlainExchange<unknown, ResponseTarget>): void {
+  exchange.timedOut();
+}
+
+function onBackoff(exchange: PlainExchange<unknown, ResponseTarget>): void {
+  exchange.relaunch();
+}
+
+/** A try's own timeout (`per_try_timeout_ms`): it fails as a timeout, which may be retried. */
+function onTryTimeout(attempt: Attempt): void {
+  attempt.timer = null;
+  if (attempt.ended) return;
+  attempt.exchange.failed(attempt, TRY_TIMED_OUT);
+  attempt.controller?.abort(TRY_TIMED_OUT);
+}

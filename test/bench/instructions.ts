@@ -6,7 +6,10 @@
  *
  * variants: comma list of `off` (no tracing), a `sample_ratio` (tracing to a collector stand-in),
  * `jwt` (a warm RS256 JWT access token from oidc-provider, `auth.jwt` beside the static file) or
- * `long` (a static opaque token as long as that JWT), default `off,0,0.01,1`; requests: measured requests per variant (4000). Each variant is a gateway
+ * `long` (a static opaque token as long as that JWT), `quota` (as `off`, the `read` class with a
+ * calendar window beside its sliding one), `two` (a second sliding window instead), `redis`,
+ * `redis-quota` and `redis-two` (the same three on the Redis store at `BENCH_REDIS_URL`), default
+ * `off,0,0.01,1`; requests: measured requests per variant (4000). Each variant is a gateway
  * from dist/ (memory store, one static token) under callgrind with `--instr-atstart=no` and
  * `node --single-threaded` (compilation and GC on the counted thread): the same number of requests
  * warms it up, then instrumentation is switched on for the measured requests (16 keep-alive
@@ -25,6 +28,7 @@ import { waitForPort, type Child } from "./procs.js";
 import {
   GATEWAY_MAIN,
   gatewayConfig,
+  type GatewayVariant,
   longOpaqueToken,
   startCollectorSink,
   startUpstream,
@@ -32,6 +36,14 @@ import {
 } from "./targets.js";
 
 const VARIANTS = (process.argv[2] ?? "off,0,0.01,1").split(",");
+
+/** The Redis of the `redis` variants. */
+function redisUrl(): string {
+  const url = process.env.BENCH_REDIS_URL;
+  if (url === undefined)
+    throw new Error("the redis variants need BENCH_REDIS_URL (redis://127.0.0.1:<port>)");
+  return url;
+}
 const REQUESTS = Number(process.argv[3] ?? 4000);
 const TOKEN = "bench-warm-token";
 const COMPILER = /compiler::|Compiler|Maglev|maglev|Deoptimiz/;
@@ -82,17 +94,27 @@ const idp = VARIANTS.some((v) => v === "jwt" || v === "long")
   ? await startJwtIdp([await signingKey("bench-rs256", "RS256")], 24 * 3600) // outlives every variant
   : undefined;
 const jwt = idp === undefined ? "" : await idp.issueJwt("read");
+// Only with a JWT to match: an empty token would make the tokens file invalid.
 const longToken = idp === undefined ? undefined : longOpaqueToken(jwt.length);
+
+/** What a variant sets in the bench gateway's configuration (beside its ports and tokens file). */
+function variantConfig(variant: string): Omit<GatewayVariant, "tokensFile"> {
+  if (variant === "jwt") return { jwt: { issuer: idp!.issuer, audience: AUDIENCE } };
+  if (variant === "off" || variant === "long") return {};
+  const store = /^(redis)?-?(quota|two)?$/.exec(variant);
+  if (store === null || (store[1] === undefined && store[2] === undefined))
+    return { tracing: { endpoint: sink.endpoint, sampleRatio: Number(variant) } };
+  return {
+    ...(store[2] === undefined ? {} : { secondWindow: store[2] === "quota" ? "calendar" : "sliding" }),
+    ...(store[1] === undefined ? {} : { redisUrl: redisUrl(), keyPrefix: `instr-${variant}` }),
+  };
+}
+
 try {
   const tokensFile = writeWarmTokens(dir, TOKEN, longToken);
   for (const variant of VARIANTS) {
     const [apiPort, adminPort] = (await freePorts(2)) as [number, number];
-    const extra =
-      variant === "jwt"
-        ? { jwt: { issuer: idp!.issuer, audience: AUDIENCE } }
-        : variant === "off" || variant === "long"
-          ? {}
-          : { tracing: { endpoint: sink.endpoint, sampleRatio: Number(variant) } };
+    const extra = variantConfig(variant);
     const token = variant === "jwt" ? jwt : variant === "long" ? longToken! : TOKEN;
     const file = path.join(dir, `${variant}.yaml`);
     writeFileSync(

@@ -237,6 +237,11 @@ export interface GatewayVariant {
    * identity goes far over it (the over-limit cell).
    */
   readPerSecond?: number;
+  /**
+   * The `read` class has a second window, never reached: `calendar` a calendar one (`period:
+   * month`, SPEC §19), `sliding` one of 86400 s (what the calendar window's cost compares with).
+   */
+  secondWindow?: "calendar" | "sliding";
   /** `workers` (SPEC §15); the bench measures the whole process group's CPU. */
   workers?: number;
   /** `taskset -c` list of the gateway's process (default the server core; "0,1" unpins it). */
@@ -290,7 +295,11 @@ export function gatewayConfig(
   }
   classes.read = {
     match: { methods: ["GET", "HEAD"] },
-    windows: [{ limit: v.readPerSecond ?? HUGE, window_s: v.readPerSecond === undefined ? 3600 : 1 }],
+    windows: [
+      { limit: v.readPerSecond ?? HUGE, window_s: v.readPerSecond === undefined ? 3600 : 1 },
+      ...(v.secondWindow === "calendar" ? [{ limit: HUGE, period: "month" }] : []),
+      ...(v.secondWindow === "sliding" ? [{ limit: HUGE, window_s: 86_400 }] : []),
+    ],
   };
   classes.write = {
     match: { methods: ["POST", "PUT", "PATCH", "DELETE"] },

@@ -57,7 +57,8 @@ export interface PolicySet {
   readonly anonymous: ResolvedPolicy;
   /**
    * The brute-force guard's windows (`auth.guard.windows`, else the anonymous class's), counted per
-   * client IP under its own key ({@link guardKey}); named `anonymous` in headers (SPEC §3).
+   * client IP under its own key (`guardKey` in `identity.ts`) with the exact `sliding_log`; named
+   * `anonymous` in headers (SPEC §3).
    */
   readonly guard: ResolvedPolicy;
   /** Every configured plan by name. */
@@ -174,18 +175,10 @@ export function compilePolicies(config: GatewayConfig): PolicySet {
     "subject",
     ietf,
   );
-  const guardWindows = config.auth.guard.windows;
-  const guard =
-    guardWindows === undefined
-      ? anonymous
-      : resolvePolicy(
-          ANONYMOUS,
-          "sliding_window",
-          "enforce",
-          windowsOf(guardWindows, offsetMs),
-          "subject",
-          ietf,
-        );
+  // sliding_log: exact at window boundaries, and small (a rejected token is not counted, so at
+  // most `limit` entries per address and window).
+  const guardWindows = windowsOf(config.auth.guard.windows ?? rl.anonymous.windows, offsetMs);
+  const guard = resolvePolicy(ANONYMOUS, "sliding_log", "enforce", guardWindows, "subject", ietf);
   return {
     byClass: none.byClass,
     anonymous,

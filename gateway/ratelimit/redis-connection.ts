@@ -2,7 +2,8 @@
  * Opens the ioredis client a `rate_limits.store.redis` block asks for (SPEC §7): a standalone URL,
  * Sentinel (`sentinels` + `name`) or Cluster (`cluster`). Every deployment gets the same bounded hot
  * path: no offline queue (a call made while disconnected fails at once instead of piling up), few
- * retries per request, and reconnection with capped exponential backoff.
+ * retries per request, and reconnection with capped exponential backoff. The command timeout is not
+ * ioredis's: the store keeps it (`reply-watch.ts`).
  * Options follow ioredis 5 (`RedisOptions`, `ClusterOptions`, `SentinelConnectionOptions`).
  */
 import { Redis, Cluster, type ClusterOptions, type RedisOptions } from "ioredis";

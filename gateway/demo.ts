@@ -4,10 +4,10 @@
  */
 import { loadConfig } from "./config/load.js";
 import { createDocsUpstream } from "./demo/upstream.js";
-import { DEFAULT_CONFIG } from "./main-config.js";
+import { DEMO_CONFIG } from "./demo-config.js";
 import { createGateway } from "./server.js";
 
-const file = process.env.GATEWAY_CONFIG ?? DEFAULT_CONFIG;
+const file = process.env.GATEWAY_CONFIG ?? DEMO_CONFIG;
 const loaded = loadConfig(file);
 const upstreamUrl = new URL(Object.values(loaded.config.upstreams)[0]!.url);
 const upstream = createDocsUpstream();

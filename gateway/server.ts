@@ -9,6 +9,7 @@ import type { Logger } from "pino";
 import { Registry } from "prom-client";
 import { createAdminServer } from "./admin.js";
 import { HttpDrain } from "./lifecycle.js";
+import { listenOn } from "./listen.js";
 import { systemClock, type Clock } from "./clock.js";
 import { loadConfig, type LoadedConfig } from "./config/load.js";
 import { AccessLog } from "./observability/access-log.js";
@@ -18,7 +19,7 @@ import { RequestMetrics } from "./observability/request-metrics.js";
 import { TracingObserver } from "./observability/tracing/observer.js";
 import { Pipeline } from "./pipeline.js";
 import { buildRuntime, releaseRuntime, type Runtime } from "./runtime.js";
-import { createApiListener, type ApiServer } from "./transport/api-listener.js";
+import { createApiListener } from "./transport/api-listener.js";
 import { Http1Transport } from "./transport/http1.js";
 import { Http2Transport } from "./transport/http2.js";
 import { serverTls } from "./transport/server-tls.js";
@@ -151,8 +152,16 @@ export function createGateway(loaded: LoadedConfig, options: GatewayOptions = {}
       accessLog.flush();
     },
     async listen() {
-      await listenOn(api, l.port, l.host);
-      if (withAdmin) await listenOn(admin, config.admin.port, config.admin.host);
+      await listenOn(api, "api", l.port, l.host);
+      if (withAdmin) {
+        try {
+          await listenOn(admin, "admin", config.admin.port, config.admin.host);
+        } catch (err) {
+          // Never an API without its /healthz and /metrics: the caller stops the process.
+          await closeServer(api as Server);
+          throw err;
+        }
+      }
       const addresses = {
         apiPort: (api.address() as AddressInfo).port,
         adminPort: withAdmin ? (admin.address() as AddressInfo).port : 0,
@@ -189,16 +198,6 @@ export function createGateway(loaded: LoadedConfig, options: GatewayOptions = {}
     },
   };
   return gateway;
-}
-
-function listenOn(server: ApiServer | Server, port: number, host: string): Promise<void> {
-  return new Promise((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(port, host, () => {
-      server.off("error", reject);
-      resolve();
-    });
-  });
 }
 
 function closeServer(server: Server): Promise<void> {

@@ -27,6 +27,7 @@ import type { AddressInfo } from "node:net";
 import pino, { type Logger } from "pino";
 import { Registry } from "prom-client";
 import { createAdminServer } from "../admin.js";
+import { ListenError, listenOn } from "../listen.js";
 import type { LoadedConfig } from "../config/load.js";
 import { workerCount } from "../config/workers-schema.js";
 import { createLogger } from "../observability/logger.js";
@@ -97,9 +98,10 @@ class Primary {
     const admin = this.current.config.admin;
     try {
       if (started.includes(null)) throw new Error("a worker could not start (its own line says why)");
-      await listenOn(this.admin, admin.port, admin.host);
+      await listenOn(this.admin, "admin", admin.port, admin.host);
     } catch (err) {
-      this.logger.fatal({ err: { message: (err as Error).message } }, "gateway could not start");
+      const fields = err instanceof ListenError ? err.toFields() : {};
+      this.logger.fatal({ ...fields, err: { message: (err as Error).message } }, "gateway could not start");
       this.stopping = true;
       for (const m of this.members.values()) m.send({ type: "gw:stop" });
       return this.exitWhenAlone(1);
@@ -245,14 +247,4 @@ class Primary {
     this.out.end();
     setTimeout(() => process.exit(code), LAST_LINES_MS).unref();
   }
-}
-
-function listenOn(server: Server, port: number, host: string): Promise<void> {
-  return new Promise((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(port, host, () => {
-      server.off("error", reject);
-      resolve();
-    });
-  });
 }

@@ -12,6 +12,7 @@
  */
 import { deepFreeze } from "../config/load.js";
 import type { GatewayConfig } from "../config/schema.js";
+import { ListenError } from "../listen.js";
 import { createLogger } from "../observability/logger.js";
 import { createGateway, type Gateway, type PreparedReload } from "../server.js";
 import { isGatewayMessage, type FromWorker, type MetricJson, type ToWorker } from "./messages.js";
@@ -54,7 +55,8 @@ async function start(m: Extract<ToWorker, { type: "gw:start" }>): Promise<void> 
     ({ apiPort } = await gateway.listen());
   } catch (err) {
     const error = err instanceof Error ? err.message : String(err);
-    logger.fatal({ err: { message: error } }, "worker could not start");
+    const fields = err instanceof ListenError ? err.toFields() : {};
+    logger.fatal({ ...fields, err: { message: error } }, "worker could not start");
     logger.flush();
     send({ type: "gw:failed", error });
     setImmediate(() => process.exit(1));

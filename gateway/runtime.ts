@@ -133,7 +133,9 @@ export function buildRuntime(
       tls.set(name, upstreamTls(name, u, deps.baseDir));
     }
   }
-  const auth = keepAuth ? previous.auth : new AuthenticatorChain(authenticatorsOf(config, deps));
+  const auth = keepAuth
+    ? previous.auth
+    : new AuthenticatorChain(authenticatorsOf(config, deps), config.auth.schemes);
   const traceSettings = tracingSettings(config.tracing, process.env);
   const kept = previous?.tracing ?? null;
   const upstreams = new Map<string, UpstreamClient>();

@@ -90,7 +90,7 @@ export interface Gateway {
 export function createGateway(loaded: LoadedConfig, options: GatewayOptions = {}): Gateway {
   const config = loaded.config;
   const clock = options.clock ?? systemClock;
-  const logger = options.logger ?? createLogger(config.log.level);
+  const logger = options.logger ?? createLogger(config.log.level, undefined, {}, config.log.format);
   const registry = options.registry ?? new Registry();
   const metrics = createMetrics(registry, VERSION);
   const pipeline = new Pipeline({ clock, metrics, logger });

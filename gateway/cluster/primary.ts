@@ -24,16 +24,16 @@
 import cluster from "node:cluster";
 import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import pino, { type Logger } from "pino";
+import pino, { type DestinationStream, type Logger } from "pino";
 import { Registry } from "prom-client";
 import { createAdminServer } from "../admin.js";
 import { ListenError, listenOn } from "../listen.js";
 import type { LoadedConfig } from "../config/load.js";
 import { workerCount } from "../config/workers-schema.js";
-import { createLogger } from "../observability/logger.js";
+import { createLogger, prettyDestination } from "../observability/logger.js";
 import { createPrimaryMetrics } from "../observability/metrics.js";
 import { reloadGroup } from "./group-reload.js";
-import { LineRelay } from "./line-relay.js";
+import { LineRelay, type LineSink } from "./line-relay.js";
 import { is, Member } from "./member.js";
 import { combineMetrics, type MetricSource } from "./metrics.js";
 
@@ -60,7 +60,9 @@ class Primary {
   /** The group's stdout: the primary's lines and the workers' relayed ones. */
   private readonly out = pino.destination({ dest: 1, sync: false });
   private readonly logger: Logger;
-  private readonly relay = new LineRelay(this.out);
+  /** Where the group's lines go through: `out`, or pino-pretty in front of it (`log.format`). */
+  private readonly sink: LineSink & DestinationStream;
+  private readonly relay: LineRelay;
   private readonly errors = new LineRelay(process.stderr);
   private readonly registry = new Registry();
   private readonly metrics = createPrimaryMetrics(this.registry);
@@ -79,7 +81,12 @@ class Primary {
   ) {
     this.current = loaded;
     this.count = workerCount(loaded.config.workers);
-    this.logger = createLogger(loaded.config.log.level, this.out, { pid: process.pid });
+    this.sink =
+      loaded.config.log.format === "pretty"
+        ? (prettyDestination(this.out) as LineSink & DestinationStream)
+        : this.out;
+    this.relay = new LineRelay(this.sink);
+    this.logger = createLogger(loaded.config.log.level, this.sink, { pid: process.pid });
     this.admin = createAdminServer({
       registry: { contentType: this.registry.contentType, metrics: () => this.groupMetrics() },
       ready: () => this.ready(),

@@ -97,6 +97,18 @@ function interpolate(value: unknown, env: NodeJS.ProcessEnv, at: PropertyKey[], 
   return value;
 }
 
+/**
+ * The `LOG_LEVEL` environment variable in place of `log.level` (issue 27: a level for one run or one
+ * pod without editing the file), validated by the schema like the file's own value.
+ */
+function withLogLevel(raw: unknown, level: string | undefined): unknown {
+  if (level === undefined || level === "" || raw === null || typeof raw !== "object") return raw;
+  const doc = raw as Record<string, unknown>;
+  const log = doc.log;
+  if (log !== undefined && (log === null || typeof log !== "object")) return raw; // the schema says why
+  return { ...doc, log: { ...(log as object | undefined), level } };
+}
+
 function describeValue(input: unknown): string {
   if (input === undefined) return "nothing";
   const s = JSON.stringify(input);
@@ -145,7 +157,7 @@ export function parseConfig(
     );
   }
   const problems: Found[] = [];
-  const raw = interpolate(doc.toJS(), env, [], problems);
+  const raw = withLogLevel(interpolate(doc.toJS(), env, [], problems), env.LOG_LEVEL);
   const result = gatewayConfigSchema.safeParse(raw ?? {});
   if (!result.success) {
     // A missing ${VAR} already explains the empty value the schema then rejects.
@@ -157,6 +169,7 @@ export function parseConfig(
     for (const f of check(result.data)) problems.push({ ...f, path: formatPath(f.segments) });
   }
   for (const p of problems) {
+    if (p.path === "log.level" && env.LOG_LEVEL) p.message += " (from the LOG_LEVEL environment variable)";
     const offset = positionOf(doc, p.segments, p.atKey === true);
     if (offset !== undefined) {
       const pos = lineCounter.linePos(offset);

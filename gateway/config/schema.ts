@@ -115,7 +115,14 @@ export const gatewayConfigSchema = z
       .describe("OpenTelemetry traces over OTLP/HTTP (SPEC §13); off without an endpoint."),
     log: z
       .strictObject({
-        level: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
+        level: z
+          .enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"])
+          .default("info")
+          .describe("pino level; the LOG_LEVEL environment variable overrides it."),
+        format: z
+          .enum(["json", "pretty"])
+          .default("json")
+          .describe("`json` lines, or `pretty` (pino-pretty's coloured text) for development."),
       })
       .prefault({}),
   })

@@ -6,7 +6,8 @@
  * `gateway_` prefix, base units (`_seconds`), `_total` on counters. Label values come from
  * configuration names and fixed enumerations only, never from raw paths or tokens.
  */
-import { Counter, Gauge, Histogram, collectDefaultMetrics, type Registry } from "prom-client";
+import { Counter, Gauge, Histogram, type Registry } from "prom-client";
+import { collectProcessMetrics } from "./process-metrics.js";
 import { HotCounter, HotHistogram } from "./hot-families.js";
 
 /** Latency buckets (s): sub-millisecond to the default upstream timeout. */
@@ -85,13 +86,14 @@ export interface GatewayMetrics {
 }
 
 /**
- * Creates and registers every family on `registry`, plus prom-client's default process metrics.
+ * Creates and registers every family on `registry`, plus prom-client's default process metrics
+ * (`process-metrics.ts`).
  * @param registry - the gateway instance's registry
  * @param version - package version for `gateway_build_info`
  */
 export function createMetrics(registry: Registry, version: string): GatewayMetrics {
   const registers = [registry];
-  collectDefaultMetrics({ register: registry });
+  collectProcessMetrics(registry);
   const inflightNow = { value: 0 };
   const m: GatewayMetrics = {
     requests: new HotCounter({
@@ -229,6 +231,6 @@ export function createMetrics(registry: Registry, version: string): GatewayMetri
  * and counts), and prom-client's default process metrics of the primary.
  */
 export function createPrimaryMetrics(registry: Registry): Pick<GatewayMetrics, "configReloads"> {
-  collectDefaultMetrics({ register: registry });
+  collectProcessMetrics(registry);
   return { configReloads: new Counter({ ...CONFIG_RELOADS, registers: [registry] }) };
 }

@@ -12,9 +12,10 @@ import { HttpDrain } from "./lifecycle.js";
 import { listenOn } from "./listen.js";
 import { systemClock, type Clock } from "./clock.js";
 import { loadConfig, type LoadedConfig } from "./config/load.js";
+import { hashOf } from "./config/named-files.js";
 import { AccessLog } from "./observability/access-log.js";
 import { createLogger } from "./observability/logger.js";
-import { createMetrics, type GatewayMetrics } from "./observability/metrics.js";
+import { createMetrics, setConfigInfo, type GatewayMetrics } from "./observability/metrics.js";
 import { RequestMetrics } from "./observability/request-metrics.js";
 import { TracingObserver } from "./observability/tracing/observer.js";
 import { Pipeline } from "./pipeline.js";
@@ -48,6 +49,9 @@ export interface PreparedReload {
   abort(): void;
 }
 
+/** What started a reload, named in its log line: a signal or `reload.watch` (SPEC §20). */
+export type ReloadTrigger = "SIGHUP" | "watch";
+
 /** Bound addresses after {@link Gateway.listen}. */
 export interface GatewayAddresses {
   apiPort: number;
@@ -69,7 +73,7 @@ export interface Gateway {
    * Validates `file` and swaps the runtime atomically; on error the running config stays.
    * @returns true when the new config is in effect
    */
-  reload(file: string): Promise<boolean>;
+  reload(file: string, trigger?: ReloadTrigger): Promise<boolean>;
   /**
    * Builds a validated configuration (its files read: tokens, certificates) without applying it;
    * {@link reload} is `loadConfig` + `prepare` + `commit`.
@@ -93,6 +97,7 @@ export function createGateway(loaded: LoadedConfig, options: GatewayOptions = {}
   const logger = options.logger ?? createLogger(config.log.level, undefined, {}, config.log.format);
   const registry = options.registry ?? new Registry();
   const metrics = createMetrics(registry, VERSION);
+  setConfigInfo(metrics.configInfo, hashOf(loaded));
   const pipeline = new Pipeline({ clock, metrics, logger });
   const accessLog = new AccessLog(logger);
   // Finish observers, in order: every request's end is told to each. The tracing observer only
@@ -131,6 +136,7 @@ export function createGateway(loaded: LoadedConfig, options: GatewayOptions = {}
         if (nextTls !== null) (api as https.Server).setSecureContext(nextTls);
         const replaced = runtime;
         runtime = built;
+        setConfigInfo(metrics.configInfo, hashOf(next));
         // Requests started on the old runtime may still use its agents: release after the grace
         // period what `built` does not reuse (not what a later reload's runtime reuses).
         setTimeout(() => void releaseRuntime(replaced, built), next.config.listen.grace_ms).unref();
@@ -166,22 +172,26 @@ export function createGateway(loaded: LoadedConfig, options: GatewayOptions = {}
         apiPort: (api.address() as AddressInfo).port,
         adminPort: withAdmin ? (admin.address() as AddressInfo).port : 0,
       };
-      logger.info({ ...addresses, routes: config.routes.length }, "gateway listening");
+      logger.info(
+        { ...addresses, routes: config.routes.length, configHash: hashOf(loaded) },
+        "gateway listening",
+      );
       logger.flush();
       return addresses;
     },
     prepare,
-    async reload(file) {
+    async reload(file, trigger = "SIGHUP") {
       try {
-        prepare(loadConfig(file)).commit();
+        const next = loadConfig(file);
+        prepare(next).commit();
         metrics.configReloads.inc({ result: "success" });
-        logger.info({ file }, "configuration reloaded");
+        logger.info({ file, trigger, configHash: hashOf(next) }, "configuration reloaded");
         logger.flush(); // rare and operator-facing: do not leave it in the async log buffer
         return true;
       } catch (err) {
         metrics.configReloads.inc({ result: "error" });
         logger.error(
-          { err: { message: (err as Error).message } },
+          { file, trigger, err: { message: (err as Error).message } },
           "configuration reload rejected; keeping the running configuration",
         );
         logger.flush();

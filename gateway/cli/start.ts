@@ -4,16 +4,18 @@
  * and a non-zero exit (issue 27): no configuration named (exit 2; the bundled demo is never a
  * default), an invalid one, a file it names that cannot be used, a port that cannot be bound.
  *
- * Signals (single process): SIGTERM/SIGINT stop gracefully (exit 0); SIGHUP reloads the file.
+ * Signals (single process): SIGTERM/SIGINT stop gracefully (exit 0); SIGHUP reloads the file, and
+ * so does a change of it or of a file it names while `reload.watch` is on (SPEC §20).
  */
 import cluster from "node:cluster";
 import type { Logger } from "pino";
 import { runPrimary } from "../cluster/primary.js";
 import { runWorker } from "../cluster/worker.js";
+import { ConfigFollower } from "../config/follow.js";
 import { ConfigError, loadConfig, type LoadedConfig } from "../config/load.js";
 import { workerCount } from "../config/workers-schema.js";
 import { ListenError } from "../listen.js";
-import { createGateway, type Gateway } from "../server.js";
+import { createGateway, type Gateway, type ReloadTrigger } from "../server.js";
 import { captureProcessOutput, startLogger } from "./process-log.js";
 
 /** Exit status of a start without a configuration (a usage error). */
@@ -60,7 +62,7 @@ export async function runStart(file: string | undefined): Promise<number> {
     gateway.logger.flush(() => process.exit(1));
     return -1;
   }
-  handleSignals(gateway, gateway.logger, file);
+  handleSignals(gateway, gateway.logger, file, loaded.baseDir);
   return -1;
 }
 
@@ -74,11 +76,17 @@ function load(file: string, log: Logger): LoadedConfig | null {
   }
 }
 
-function handleSignals(gateway: Gateway, logger: Logger, file: string): void {
+function handleSignals(gateway: Gateway, logger: Logger, file: string, baseDir: string): void {
   let stopping = false;
+  // SPEC §20: after each reload the watch follows the configuration in force.
+  const reload = (trigger: ReloadTrigger): void =>
+    void gateway.reload(file, trigger).then(() => follower.update(gateway.runtime.config, baseDir));
+  const follower = new ConfigFollower(file, logger, () => reload("watch"));
+  follower.update(gateway.runtime.config, baseDir);
   const stop = (signal: string) => {
     if (stopping) return;
     stopping = true;
+    follower.close();
     logger.info({ signal }, "shutting down");
     gateway.close().then(
       () => process.exit(0),
@@ -90,5 +98,5 @@ function handleSignals(gateway: Gateway, logger: Logger, file: string): void {
   };
   process.on("SIGTERM", () => stop("SIGTERM"));
   process.on("SIGINT", () => stop("SIGINT"));
-  process.on("SIGHUP", () => void gateway.reload(file));
+  process.on("SIGHUP", () => reload("SIGHUP"));
 }

@@ -28,10 +28,13 @@ import pino, { type DestinationStream, type Logger } from "pino";
 import { Registry } from "prom-client";
 import { createAdminServer } from "../admin.js";
 import { ListenError, listenOn } from "../listen.js";
+import { ConfigFollower } from "../config/follow.js";
 import type { LoadedConfig } from "../config/load.js";
+import { hashOf } from "../config/named-files.js";
 import { workerCount } from "../config/workers-schema.js";
 import { createLogger, prettyDestination } from "../observability/logger.js";
-import { createPrimaryMetrics } from "../observability/metrics.js";
+import { createPrimaryMetrics, setConfigInfo } from "../observability/metrics.js";
+import type { ReloadTrigger } from "../server.js";
 import { reloadGroup } from "./group-reload.js";
 import { LineRelay, type LineSink } from "./line-relay.js";
 import { is, Member } from "./member.js";
@@ -68,6 +71,8 @@ class Primary {
   private readonly metrics = createPrimaryMetrics(this.registry);
   private readonly admin: Server;
   private readonly members = new Map<number, Member>();
+  /** `reload.watch` (SPEC §20). */
+  private readonly follower: ConfigFollower;
   private readonly count: number;
   private current: LoadedConfig;
   private queue: Promise<void> = Promise.resolve();
@@ -87,6 +92,7 @@ class Primary {
         : this.out;
     this.relay = new LineRelay(this.sink);
     this.logger = createLogger(loaded.config.log.level, this.sink, { pid: process.pid });
+    this.follower = new ConfigFollower(file, this.logger, () => this.serialise(() => this.reload("watch")));
     this.admin = createAdminServer({
       registry: { contentType: this.registry.contentType, metrics: () => this.groupMetrics() },
       ready: () => this.ready(),
@@ -98,7 +104,7 @@ class Primary {
     cluster.on("exit", (worker, code, signal) => this.onExit(worker.id, code, signal));
     process.on("SIGTERM", () => this.stop("SIGTERM"));
     process.on("SIGINT", () => this.stop("SIGINT"));
-    process.on("SIGHUP", () => this.serialise(() => this.reload()));
+    process.on("SIGHUP", () => this.serialise(() => this.reload("SIGHUP")));
     const forks = Array.from({ length: this.count }, () => this.fork());
     const started = await Promise.all(forks);
     if (this.stopping) return;
@@ -120,10 +126,13 @@ class Primary {
         routes: this.current.config.routes.length,
         workers: this.count,
         workerPids: [...this.members.values()].map((m) => m.pid),
+        configHash: hashOf(this.current),
       },
       "gateway listening",
     );
     this.logger.flush();
+    setConfigInfo(this.metrics.configInfo, hashOf(this.current));
+    this.follower.update(this.current.config, this.current.baseDir);
   }
 
   /** Runs `task` after every task queued before it (worker starts, reloads). */
@@ -141,10 +150,8 @@ class Primary {
     this.errors.add(member.worker.process.stderr!);
     const hello = await member.waitFor(is("gw:hello"), START_TIMEOUT_MS);
     const { config, baseDir } = this.current;
-    const up =
-      hello === null
-        ? null
-        : await member.ask({ type: "gw:start", config, baseDir }, is("gw:listening"), START_TIMEOUT_MS);
+    const start = { type: "gw:start" as const, config, baseDir, hash: hashOf(this.current) };
+    const up = hello === null ? null : await member.ask(start, is("gw:listening"), START_TIMEOUT_MS);
     if (up === null) {
       if (!member.exited) member.worker.process.kill("SIGKILL");
       return null;
@@ -178,27 +185,36 @@ class Primary {
     }
   }
 
-  /** SIGHUP: validate once here, build in every worker, apply in all of them or in none. */
-  private async reload(): Promise<void> {
+  /**
+   * SIGHUP or `reload.watch` (SPEC §20): validate once here, build in every worker, apply in all of
+   * them or in none.
+   */
+  private async reload(trigger: ReloadTrigger): Promise<void> {
     if (this.stopping) return;
     const started = performance.now();
     const serving = [...this.members.values()].filter((m) => m.listening);
     const result = await reloadGroup(this.file, this.count, serving, ++this.sequence);
-    if (!result.ok) return this.rejected(result.message);
+    this.follower.update(result.ok ? result.next.config : this.current.config, this.current.baseDir);
+    if (!result.ok) return this.rejected(result.message, trigger);
     this.current = result.next;
     this.metrics.configReloads.inc({ result: "success" });
+    const configHash = hashOf(result.next);
+    setConfigInfo(this.metrics.configInfo, configHash);
     const durationMs = Math.round(performance.now() - started);
-    this.logger.info({ file: this.file, workers: serving.length, durationMs }, "configuration reloaded");
+    this.logger.info(
+      { file: this.file, trigger, workers: serving.length, durationMs, configHash },
+      "configuration reloaded",
+    );
     if (workerCount(result.next.config.workers) !== this.count) {
       this.logger.warn({ workers: this.count }, "a changed `workers` takes effect at the next start");
     }
     this.logger.flush();
   }
 
-  private rejected(message: string): void {
+  private rejected(message: string, trigger: ReloadTrigger): void {
     this.metrics.configReloads.inc({ result: "error" });
     this.logger.error(
-      { err: { message } },
+      { file: this.file, trigger, err: { message } },
       "configuration reload rejected; keeping the running configuration",
     );
     this.logger.flush();
@@ -231,6 +247,7 @@ class Primary {
     if (this.stopping) return;
     this.stopping = true;
     this.logger.info({ signal }, "shutting down");
+    this.follower.close();
     this.admin.close();
     for (const m of this.members.values()) m.send({ type: "gw:stop" });
     const deadline = setTimeout(() => {

@@ -25,8 +25,8 @@ function send(message: FromWorker): void {
   if (process.connected) process.send!(message, undefined, {}, () => undefined);
 }
 
-function loadedOf(m: { config: GatewayConfig; baseDir: string }) {
-  return { config: deepFreeze(m.config), baseDir: m.baseDir };
+function loadedOf(m: { config: GatewayConfig; baseDir: string; hash: string }) {
+  return { config: deepFreeze(m.config), baseDir: m.baseDir, hash: m.hash };
 }
 
 /** Waits for the primary's `gw:start`, then serves until told to stop. Never resolves. */

@@ -10,6 +10,7 @@ import type { z } from "zod";
 import { checkFiles } from "./files.js";
 import type { ConfigFinding } from "./finding.js";
 import { closestKey, knownKeysAt } from "./keys.js";
+import { configHash } from "./named-files.js";
 import { interpolate, withLogLevel, type UnsetReference } from "./interpolate.js";
 import { gatewayConfigSchema, type GatewayConfig } from "./schema.js";
 import { laterCustomIssues, validSections } from "./sections.js";
@@ -56,6 +57,8 @@ export class ConfigError extends Error {
 export interface LoadedConfig {
   config: GatewayConfig;
   baseDir: string;
+  /** {@link configHash} of it, computed when loaded from its file (SPEC §20). */
+  hash?: string;
 }
 
 const PLAIN_KEY = /^[A-Za-z0-9_-]+$/;
@@ -263,5 +266,6 @@ export function loadConfig(
   }
   const baseDir = path.dirname(path.resolve(file));
   const check = options.checkFiles ? (c: GatewayConfig) => checkFiles(c, baseDir) : undefined;
-  return { config: parseConfig(text, file, env, check, options), baseDir };
+  const config = parseConfig(text, file, env, check, options);
+  return { config, baseDir, hash: configHash(config, baseDir) };
 }

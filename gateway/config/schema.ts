@@ -11,6 +11,7 @@ import { authSchema } from "./auth-schema.js";
 import { corsSchema } from "./cors-schema.js";
 import { httpUrl, nonNegativeInt, port, positiveInt } from "./primitives.js";
 import { rateLimitsSchema } from "./rate-limits-schema.js";
+import { reloadSchema } from "./reload-schema.js";
 import { listenTlsSchema } from "./tls-schema.js";
 import { tracingSchema } from "./tracing-schema.js";
 import { workersSchema, workersWithoutRedis } from "./workers-schema.js";
@@ -96,6 +97,7 @@ export const gatewayConfigSchema = z
     admin: listenerSchema(9090).prefault({}),
     trust_proxy: nonNegativeInt.default(0).describe("X-Forwarded-For hops to trust for the client IP."),
     workers: workersSchema,
+    reload: reloadSchema,
     upstreams: z
       .record(z.string().min(1), upstreamSchema)
       .refine((u) => Object.keys(u).length > 0, { error: "expected at least one upstream" }),

@@ -51,9 +51,22 @@ export type SpanDropReason = "queue_full" | "export_failed";
 /** `gateway_config_reloads_total`: a gateway's, or a cluster primary's for its whole group. */
 const CONFIG_RELOADS = {
   name: "gateway_config_reloads_total",
-  help: "Configuration reloads (SIGHUP) by result (success, error).",
+  help: "Configuration reloads (SIGHUP or reload.watch) by result (success, error).",
   labelNames: ["result"] as const,
 };
+
+/** `gateway_config_info{hash}`: which configuration a process runs (SPEC §20). */
+const CONFIG_INFO = {
+  name: "gateway_config_info",
+  help: "The applied configuration: its hash (configuration and the files it names); always 1.",
+  labelNames: ["hash"] as const,
+};
+
+/** Makes `hash` the one series of `gateway_config_info`. */
+export function setConfigInfo(gauge: Gauge<"hash">, hash: string): void {
+  gauge.reset();
+  gauge.labels({ hash }).set(1);
+}
 
 /** The gateway's metric families. */
 export interface GatewayMetrics {
@@ -74,6 +87,7 @@ export interface GatewayMetrics {
   jwtValidations: HotCounter<"result">;
   upstreamErrors: Counter<"upstream" | "reason">;
   configReloads: Counter<"result">;
+  configInfo: Gauge<"hash">;
   buildInfo: Gauge<"version" | "node_version">;
   /**
    * Requests in flight now: raised by the transport at accept, lowered by the finish observer, a
@@ -194,6 +208,7 @@ export function createMetrics(registry: Registry, version: string): GatewayMetri
       registers,
     }),
     configReloads: new Counter({ ...CONFIG_RELOADS, registers }),
+    configInfo: new Gauge({ ...CONFIG_INFO, registers }),
     buildInfo: new Gauge({
       name: "gateway_build_info",
       help: "Build information; always 1.",
@@ -230,7 +245,12 @@ export function createMetrics(registry: Registry, version: string): GatewayMetri
  * counts each SIGHUP once for the whole process group (the workers apply, the primary validates
  * and counts), and prom-client's default process metrics of the primary.
  */
-export function createPrimaryMetrics(registry: Registry): Pick<GatewayMetrics, "configReloads"> {
+export function createPrimaryMetrics(
+  registry: Registry,
+): Pick<GatewayMetrics, "configReloads" | "configInfo"> {
   collectProcessMetrics(registry);
-  return { configReloads: new Counter({ ...CONFIG_RELOADS, registers: [registry] }) };
+  return {
+    configReloads: new Counter({ ...CONFIG_RELOADS, registers: [registry] }),
+    configInfo: new Gauge({ ...CONFIG_INFO, registers: [registry] }),
+  };
 }

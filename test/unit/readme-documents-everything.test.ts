@@ -156,3 +156,17 @@ describe("links", () => {
     expect(broken).toEqual([]);
   });
 });
+
+describe("table of contents", () => {
+  it("lists every top-level section, in order, linking to it", () => {
+    const body = readme.replace(/^ *```[^\n]*\n[\s\S]*?^ *```$/gm, "");
+    const headings = body
+      .split("\n")
+      .filter((l) => /^## /.test(l) && l !== "## Contents")
+      .map((l) => l.slice(3));
+    const listed = section("## Contents")
+      .map((l) => /^- \[(.+)\]\(#[^)]+\)$/.exec(l)?.[1])
+      .filter((h) => h !== undefined);
+    expect(listed).toEqual(headings);
+  });
+});

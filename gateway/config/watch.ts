@@ -89,10 +89,12 @@ export class FileWatcher {
   }
 
   /**
-   * Watches `files` from now on, their current content as the baseline (after a reload: the
-   * configuration applied, or rejected, is the one now on disk).
+   * Watches `files` from now on. The same files keep their baseline (the content the last change
+   * was noticed with, which the reload read or which a write during the reload has since replaced,
+   * and which is then noticed in turn); another set takes its current content as the baseline.
    */
   setFiles(files: readonly string[]): void {
+    if (files.length === this.#files.length && files.every((f, i) => f === this.#files[i])) return;
     this.#files = [...files];
     this.#hash = contentHash(this.#files);
     this.#signature = statSignature(this.#files);

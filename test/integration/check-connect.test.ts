@@ -19,7 +19,7 @@ import { TOKENS_FILE } from "../helpers/gateway.js";
 import { closeServer, listen } from "../helpers/http.js";
 import { AUDIENCE, signingKey, startJwtIdp, type JwtIdp } from "../helpers/jwt-idp.js";
 import { GATEWAY_CLIENT_ID, GATEWAY_CLIENT_SECRET } from "../helpers/oidc.js";
-import { cli, RedisServer } from "../helpers/redis-server.js";
+import { cli, RedisServer, startCluster, startSentinel } from "../helpers/redis-server.js";
 import { createPki, type TestPki } from "../helpers/tls.js";
 
 const PASSWORD = "check-s3cret";
@@ -194,5 +194,56 @@ describe("gateway check", () => {
     const r = await runGateway(["check", "--connect", "--config", file], { timeoutMs: 40_000 });
     expect(r.status).toBe(1);
     expect(lineOf(r.stdout, "FAIL redis")).toMatch(/AUTH ok, failed: .*DB index is out of range/);
+  }, 60_000);
+});
+
+describe("gateway check --connect on Redis Cluster and Sentinel", () => {
+  let cluster: Awaited<ReturnType<typeof startCluster>>;
+  let sentinel: Awaited<ReturnType<typeof startSentinel>>;
+
+  beforeAll(async () => {
+    [cluster, sentinel] = await Promise.all([startCluster(), startSentinel("checkmaster")]);
+  }, 60_000);
+
+  afterAll(async () => {
+    await Promise.all([cluster?.destroy(), sentinel?.destroy()]);
+  });
+
+  const withStore = (name: string, redisStore: Record<string, unknown>) =>
+    write(name, {
+      upstreams: { plain: { url: plain.url } },
+      routes: [{ prefix: "/v1", upstream: "plain" }],
+      auth: { static: { tokens_file: TOKENS_FILE } },
+      rate_limits: {
+        store: { redis: redisStore },
+        classes: { read: { windows: [{ limit: 10, window_s: 60 }] } },
+      },
+    });
+
+  it("asks each cluster seed for PING and its cluster state", async () => {
+    const seeds = cluster.nodes.map((n) => n.url);
+    const r = await runGateway(["check", "--connect", "--config", withStore("cluster", { cluster: seeds })]);
+    expect(r.status).toBe(0);
+    for (const n of cluster.nodes) {
+      expect(lineOf(r.stdout, `ok   redis cluster node redis://127.0.0.1:${n.port}`)).toContain(
+        "PING answered PONG, CLUSTER INFO says cluster_state:ok",
+      );
+    }
+  }, 60_000);
+
+  it("asks each sentinel for the primary, then tries that primary", async () => {
+    const store = { sentinels: [sentinel.sentinel.url], name: "checkmaster" };
+    const r = await runGateway(["check", "--connect", "--config", withStore("sentinel", store)]);
+    expect(r.status).toBe(0);
+    expect(lineOf(r.stdout, "ok   redis sentinel")).toContain(
+      `get-master-addr-by-name checkmaster answered 127.0.0.1:${sentinel.primary.port}`,
+    );
+    expect(lineOf(r.stdout, `ok   redis redis://127.0.0.1:${sentinel.primary.port}`)).toContain(
+      "PING answered PONG",
+    );
+    const wrong = { sentinels: [sentinel.sentinel.url], name: "nosuchmaster" };
+    const bad = await runGateway(["check", "--connect", "--config", withStore("sentinel-wrong", wrong)]);
+    expect(bad.status).toBe(1);
+    expect(lineOf(bad.stdout, "FAIL redis sentinel")).toContain("nosuchmaster: unknown name");
   }, 60_000);
 });

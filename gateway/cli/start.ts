@@ -51,7 +51,8 @@ export async function runStart(file: string | undefined): Promise<number> {
     gateway = createGateway(loaded);
   } catch (err) {
     log.fatal({ file, err: { message: (err as Error).message } }, "gateway could not start");
-    return 1;
+    // Whatever it opened before the failure (a Redis connection) must not keep the process alive.
+    process.exit(1);
   }
   try {
     await gateway.listen();

@@ -5,12 +5,12 @@
  * non-zero exit, with a Redis store whose connection would otherwise keep the process alive, and
  * with workers; every line it writes, on stdout and stderr, is JSON.
  */
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import net from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { stringify } from "yaml";
+import { parse, stringify } from "yaml";
 import { childConfig, freePorts } from "../helpers/child-gateway.js";
 import { jsonLines, runGateway } from "../helpers/gateway-command.js";
 import { RedisServer } from "../helpers/redis-server.js";
@@ -83,6 +83,17 @@ describe("gateway start", () => {
     expect(fatal.length).toBeGreaterThan(0);
     expect(fatal).toContainEqual(expect.objectContaining({ listener: "api", port: heldPort }));
   }, 60_000);
+
+  it("with a file it names unreadable exits 1 with a JSON line naming its key, Redis configured", async () => {
+    const listen = { host: "127.0.0.1", tls: { cert_file: "missing.crt", key_file: "missing.key" } };
+    const file = await configFile("tls", {}, {});
+    const text = readFileSync(file, "utf8");
+    const config = parse(text) as Record<string, Record<string, unknown>>;
+    writeFileSync(file, stringify({ ...config, listen: { ...config.listen, ...listen } }));
+    const r = await runGateway(["start", "--config", file]);
+    expect(r.status).toBe(1);
+    expect(JSON.stringify(fatalLine(r.lines))).toContain("listen.tls.cert_file");
+  });
 
   it("with an invalid configuration exits 1 with one JSON line listing every problem", async () => {
     const file = path.join(dir, "invalid.yaml");

@@ -5,18 +5,31 @@
 import { loadConfig } from "./config/load.js";
 import { endpointsOf } from "./config/upstream-schema.js";
 import { createDocsUpstream } from "./demo/upstream.js";
-import { DEFAULT_CONFIG } from "./main-config.js";
+import { DEMO_CONFIG } from "./demo-config.js";
 import { createGateway } from "./server.js";
 
-const file = process.env.GATEWAY_CONFIG ?? DEFAULT_CONFIG;
+const file = process.env.GATEWAY_CONFIG ?? DEMO_CONFIG;
 const loaded = loadConfig(file);
 const upstreamUrl = new URL(endpointsOf(Object.values(loaded.config.upstreams)[0]!)[0]!.url);
 const upstream = createDocsUpstream();
-await new Promise<void>((resolve) =>
-  upstream.listen(Number(upstreamUrl.port), upstreamUrl.hostname, resolve),
-);
 const gateway = createGateway(loaded);
-const { apiPort, adminPort } = await gateway.listen();
+let apiPort: number;
+let adminPort: number;
+try {
+  await new Promise<void>((resolve, reject) => {
+    upstream.once("error", (err: NodeJS.ErrnoException) =>
+      reject(
+        new Error(`the example upstream cannot bind ${upstreamUrl.host} (upstreams.docs.url): ${err.code}`),
+      ),
+    );
+    upstream.listen(Number(upstreamUrl.port), upstreamUrl.hostname, resolve);
+  });
+  ({ apiPort, adminPort } = await gateway.listen());
+} catch (err) {
+  // A port taken (README "Quick start" says how to move them): say which, and stop.
+  console.error(`demo could not start: ${(err as Error).message}; see README "The demo's ports"`);
+  process.exit(1);
+}
 const base = `http://127.0.0.1:${apiPort}`;
 console.log(`
 Demo gateway on ${base} (admin http://127.0.0.1:${adminPort}), upstream ${upstreamUrl.origin}. Try:

@@ -1,38 +1,18 @@
 #!/usr/bin/env node
 /**
- * The `gateway` command (SPEC §9):
- *   gateway start [--config FILE]   run the gateway (FILE also from GATEWAY_CONFIG; default config/demo.yaml)
- *   gateway check --config FILE     validate a configuration (and the tokens file it names) and
- *                                   print its routes and classes
- * Signals: SIGTERM/SIGINT stop gracefully (exit 0); SIGHUP reloads the file.
+ * The `gateway` command (SPEC §9, usage in `cli/usage.ts`):
+ *   gateway start --config FILE     run the gateway (FILE also from GATEWAY_CONFIG; one is required)
+ *   gateway check --config FILE     validate a configuration and the files it names
+ *   gateway version | --version     the version alone on stdout (SPEC §20)
+ *   gateway help | --help
  * With `workers` > 1 (SPEC §15) `start` runs a node:cluster primary (`cluster/primary.ts`), which
  * forks this same command as its workers (`cluster/worker.ts`) and takes the signals.
  */
-import cluster from "node:cluster";
 import { parseArgs } from "node:util";
-import { ConfigError, loadConfig, type LoadedConfig } from "./config/load.js";
-import { describeConfig } from "./config/describe.js";
-import { workerCount } from "./config/workers-schema.js";
-import { runPrimary } from "./cluster/primary.js";
-import { runWorker } from "./cluster/worker.js";
-import { DEFAULT_CONFIG } from "./main-config.js";
-import { createGateway } from "./server.js";
-
-const USAGE = `usage: gateway [start|check] [--config FILE]
-  start   run the gateway (default); FILE defaults to $GATEWAY_CONFIG, then the bundled demo config
-  check   validate FILE (and the tokens file it names) and print its routes and classes`;
-
-/** @param checkFiles - also load and validate the files the configuration names (`check`) */
-function load(file: string, checkFiles = false): LoadedConfig | null {
-  try {
-    return loadConfig(file, process.env, { checkFiles });
-  } catch (err) {
-    console.error(
-      err instanceof ConfigError ? err.message : `cannot load ${file}: ${(err as Error).message}`,
-    );
-    return null;
-  }
-}
+import { runCheck } from "./cli/check.js";
+import { runStart } from "./cli/start.js";
+import { USAGE } from "./cli/usage.js";
+import { VERSION } from "./version.js";
 
 async function main(argv: string[]): Promise<number> {
   let parsed;
@@ -40,62 +20,44 @@ async function main(argv: string[]): Promise<number> {
     parsed = parseArgs({
       args: argv,
       allowPositionals: true,
-      options: { config: { type: "string", short: "c" }, help: { type: "boolean", short: "h" } },
+      options: {
+        config: { type: "string", short: "c" },
+        help: { type: "boolean", short: "h" },
+        version: { type: "boolean", short: "v" },
+        strict: { type: "boolean" },
+        connect: { type: "boolean" },
+      },
     });
   } catch (err) {
     console.error(`${(err as Error).message}\n${USAGE}`);
     return 2;
   }
   const command = parsed.positionals[0] ?? "start";
-  if (parsed.values.help) {
+  if (parsed.values.version || command === "version") {
+    console.log(VERSION);
+    return 0;
+  }
+  if (parsed.values.help || command === "help") {
     console.log(USAGE);
     return 0;
   }
-  const file =
-    parsed.values.config ?? process.env.GATEWAY_CONFIG ?? (command === "start" ? DEFAULT_CONFIG : undefined);
-  if (file === undefined) {
-    console.error(`--config FILE is required\n${USAGE}`);
-    return 2;
+  const file = parsed.values.config ?? process.env.GATEWAY_CONFIG;
+  switch (command) {
+    case "start":
+      return runStart(file);
+    case "check":
+      if (file === undefined) {
+        console.error(`--config FILE (or GATEWAY_CONFIG) is required\n${USAGE}`);
+        return 2;
+      }
+      return runCheck(file, {
+        strict: parsed.values.strict === true,
+        connect: parsed.values.connect === true,
+      });
+    default:
+      console.error(`unknown command "${command}"\n${USAGE}`);
+      return 2;
   }
-  if (command === "check") {
-    const loaded = load(file, true);
-    if (loaded === null) return 1;
-    console.log(`${file}: OK\n${describeConfig(loaded.config)}`);
-    return 0;
-  }
-  if (command !== "start") {
-    console.error(`unknown command "${command}"\n${USAGE}`);
-    return 2;
-  }
-  if (cluster.isWorker) {
-    runWorker(); // configured by its primary, never from the file
-    return -1;
-  }
-  const loaded = load(file);
-  if (loaded === null) return 1;
-  if (workerCount(loaded.config.workers) > 1) {
-    runPrimary(file, loaded);
-    return -1;
-  }
-  const gateway = createGateway(loaded);
-  await gateway.listen();
-  let stopping = false;
-  const stop = (signal: string) => {
-    if (stopping) return;
-    stopping = true;
-    gateway.logger.info({ signal }, "shutting down");
-    gateway.close().then(
-      () => process.exit(0),
-      (err: unknown) => {
-        gateway.logger.error({ err }, "shutdown failed");
-        process.exit(1);
-      },
-    );
-  };
-  process.on("SIGTERM", () => stop("SIGTERM"));
-  process.on("SIGINT", () => stop("SIGINT"));
-  process.on("SIGHUP", () => void gateway.reload(file));
-  return -1; // keep running
 }
 
 main(process.argv.slice(2)).then(
@@ -103,7 +65,7 @@ main(process.argv.slice(2)).then(
     if (code >= 0) process.exitCode = code;
   },
   (err: unknown) => {
-    console.error(err instanceof Error ? err.message : err);
+    console.error(JSON.stringify({ level: "fatal", msg: err instanceof Error ? err.message : String(err) }));
     process.exitCode = 1;
   },
 );

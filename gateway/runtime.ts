@@ -134,7 +134,9 @@ export function buildRuntime(config: GatewayConfig, deps: RuntimeDeps, previous?
       );
     }
   }
-  const auth = keepAuth ? previous.auth : new AuthenticatorChain(authenticatorsOf(config, deps));
+  const auth = keepAuth
+    ? previous.auth
+    : new AuthenticatorChain(authenticatorsOf(config, deps), config.auth.schemes);
   const traceSettings = tracingSettings(config.tracing, process.env);
   const kept = previous?.tracing ?? null;
   const upstreams = new Map<string, Upstream>();

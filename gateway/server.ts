@@ -9,11 +9,13 @@ import type { Logger } from "pino";
 import { Registry } from "prom-client";
 import { createAdminServer } from "./admin.js";
 import { HttpDrain } from "./lifecycle.js";
+import { listenOn } from "./listen.js";
 import { systemClock, type Clock } from "./clock.js";
 import { loadConfig, type LoadedConfig } from "./config/load.js";
+import { hashOf } from "./config/named-files.js";
 import { AccessLog } from "./observability/access-log.js";
 import { createLogger } from "./observability/logger.js";
-import { createMetrics, type GatewayMetrics } from "./observability/metrics.js";
+import { createMetrics, setConfigInfo, type GatewayMetrics } from "./observability/metrics.js";
 import { RequestMetrics } from "./observability/request-metrics.js";
 import { TracingObserver } from "./observability/tracing/observer.js";
 import { Pipeline } from "./pipeline.js";
@@ -21,7 +23,7 @@ import type { GatewayConfig } from "./config/schema.js";
 import { HealthChecker, type HealthReport } from "./proxy/health-checker.js";
 import type { UpstreamSnapshot } from "./proxy/upstream.js";
 import { buildRuntime, endpointStates, releaseRuntime, type Runtime } from "./runtime.js";
-import { createApiListener, type ApiServer } from "./transport/api-listener.js";
+import { createApiListener } from "./transport/api-listener.js";
 import { Http1Transport } from "./transport/http1.js";
 import { Http2Transport } from "./transport/http2.js";
 import { serverTls } from "./transport/server-tls.js";
@@ -55,6 +57,9 @@ export interface PreparedReload {
   abort(): void;
 }
 
+/** What started a reload, named in its log line: a signal or `reload.watch` (SPEC §20). */
+export type ReloadTrigger = "SIGHUP" | "watch";
+
 /** Bound addresses after {@link Gateway.listen}. */
 export interface GatewayAddresses {
   apiPort: number;
@@ -80,7 +85,7 @@ export interface Gateway {
    * Validates `file` and swaps the runtime atomically; on error the running config stays.
    * @returns true when the new config is in effect
    */
-  reload(file: string): Promise<boolean>;
+  reload(file: string, trigger?: ReloadTrigger): Promise<boolean>;
   /**
    * Builds a validated configuration (its files read: tokens, certificates) without applying it;
    * {@link reload} is `loadConfig` + `prepare` + `commit`.
@@ -101,9 +106,10 @@ export interface Gateway {
 export function createGateway(loaded: LoadedConfig, options: GatewayOptions = {}): Gateway {
   const config = loaded.config;
   const clock = options.clock ?? systemClock;
-  const logger = options.logger ?? createLogger(config.log.level);
+  const logger = options.logger ?? createLogger(config.log.level, undefined, {}, config.log.format);
   const registry = options.registry ?? new Registry();
   const metrics = createMetrics(registry, VERSION);
+  setConfigInfo(metrics.configInfo, hashOf(loaded));
   const pipeline = new Pipeline({ clock, metrics, logger });
   const accessLog = new AccessLog(logger);
   // Finish observers, in order: every request's end is told to each. The tracing observer only
@@ -165,6 +171,7 @@ export function createGateway(loaded: LoadedConfig, options: GatewayOptions = {}
         runtime = built;
         if (probes !== null) applyHealth(probes.states());
         probes?.start();
+        setConfigInfo(metrics.configInfo, hashOf(next));
         // Requests started on the old runtime may still use its agents: release after the grace
         // period what `built` does not reuse (not what a later reload's runtime reuses).
         setTimeout(() => void releaseRuntime(replaced, built), next.config.listen.grace_ms).unref();
@@ -195,29 +202,41 @@ export function createGateway(loaded: LoadedConfig, options: GatewayOptions = {}
     async listen() {
       // A store that refuses the configuration (Redis `SELECT` of a missing database) stops the start.
       await runtime.limiter.started();
-      await listenOn(api, l.port, l.host);
-      if (withAdmin) await listenOn(admin, config.admin.port, config.admin.host);
+      await listenOn(api, "api", l.port, l.host);
+      if (withAdmin) {
+        try {
+          await listenOn(admin, "admin", config.admin.port, config.admin.host);
+        } catch (err) {
+          // Never an API without its /healthz and /metrics: the caller stops the process.
+          await closeServer(api as Server);
+          throw err;
+        }
+      }
       probes?.start();
       const addresses = {
         apiPort: (api.address() as AddressInfo).port,
         adminPort: withAdmin ? (admin.address() as AddressInfo).port : 0,
       };
-      logger.info({ ...addresses, routes: config.routes.length }, "gateway listening");
+      logger.info(
+        { ...addresses, routes: config.routes.length, configHash: hashOf(loaded) },
+        "gateway listening",
+      );
       logger.flush();
       return addresses;
     },
     prepare,
-    async reload(file) {
+    async reload(file, trigger = "SIGHUP") {
       try {
-        prepare(loadConfig(file)).commit();
+        const next = loadConfig(file);
+        prepare(next).commit();
         metrics.configReloads.inc({ result: "success" });
-        logger.info({ file }, "configuration reloaded");
+        logger.info({ file, trigger, configHash: hashOf(next) }, "configuration reloaded");
         logger.flush(); // rare and operator-facing: do not leave it in the async log buffer
         return true;
       } catch (err) {
         metrics.configReloads.inc({ result: "error" });
         logger.error(
-          { err: { message: (err as Error).message } },
+          { file, trigger, err: { message: (err as Error).message } },
           "configuration reload rejected; keeping the running configuration",
         );
         logger.flush();
@@ -235,16 +254,6 @@ export function createGateway(loaded: LoadedConfig, options: GatewayOptions = {}
     },
   };
   return gateway;
-}
-
-function listenOn(server: ApiServer | Server, port: number, host: string): Promise<void> {
-  return new Promise((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(port, host, () => {
-      server.off("error", reject);
-      resolve();
-    });
-  });
 }
 
 function closeServer(server: Server): Promise<void> {

@@ -6,7 +6,7 @@
  * (`network-guard.ts`) can run before any network call.
  */
 import type { Authenticator } from "./authenticator.js";
-import { parseBearer } from "./bearer.js";
+import { CredentialsParser, type AuthScheme } from "./bearer.js";
 import { hashToken, type TokenInfo } from "./types.js";
 
 /** Result of {@link AuthenticatorChain.authenticate}. */
@@ -23,15 +23,25 @@ const INVALID: AuthOutcome = Object.freeze({ kind: "invalid" });
 
 /** Authenticators in order; the first that claims a token decides it. */
 export class AuthenticatorChain {
-  /** @param authenticators - most specific first (a JWT validator before introspection) */
-  constructor(readonly authenticators: readonly Authenticator[]) {}
+  readonly #credentials: CredentialsParser;
+
+  /**
+   * @param authenticators - most specific first (a JWT validator before introspection)
+   * @param schemes - `auth.schemes`: the Authorization schemes accepted @default ["Bearer"]
+   */
+  constructor(
+    readonly authenticators: readonly Authenticator[],
+    schemes: readonly AuthScheme[] = ["Bearer"],
+  ) {
+    this.#credentials = new CredentialsParser(schemes);
+  }
 
   /**
    * @param header - the request's `Authorization` value
    * @returns the outcome; a token no authenticator claims is `invalid`
    */
   authenticate(header: string | undefined): AuthOutcome {
-    const parsed = parseBearer(header);
+    const parsed = this.#credentials.parse(header);
     if (parsed === "missing") return MISSING;
     if (parsed === "malformed") return MALFORMED;
     const token = parsed.token;

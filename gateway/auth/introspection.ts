@@ -58,6 +58,7 @@ function formEncode(value: string): string {
  * const info = await client.introspect(token); // { active: true, clientId: "app", scope: ["read"], exp: ... }
  */
 export class IntrospectionClient implements IntrospectionSource {
+  readonly kind = "introspection";
   readonly #pool: Pool;
   readonly #path: string;
   readonly #authorization: string;

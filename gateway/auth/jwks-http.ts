@@ -40,17 +40,25 @@ export class IssuerDocuments {
   }
 
   /**
-   * The `jwks_uri` of the issuer's discovery document, checked to name `issuer` (Discovery §4.3).
-   * @throws KeySetFetchError
+   * The `jwks_uri` of the issuer's discovery document, checked to name `issuer` (Discovery §4.3),
+   * and the issuer as the document spells it: `https://idp/` and `https://idp` are taken as one
+   * issuer when the document names the other (issue 27: a trailing slash in `auth.jwt.issuer` made
+   * every JWT a 503), and tokens are then checked against the document's spelling, which is what
+   * the issuer puts in `iss` (Discovery §3: they are identical).
+   * @throws KeySetFetchError naming both issuers when they differ otherwise
    */
-  async discoverJwksUri(issuer: string): Promise<string> {
+  async discover(issuer: string): Promise<{ jwksUri: string; issuer: string }> {
     const url = `${issuer.replace(/\/$/, "")}/.well-known/openid-configuration`;
     const doc = await this.getJson(url, "discovery document");
     if (typeof doc !== "object" || doc === null)
       throw new KeySetFetchError("discovery document is not an object");
     const { issuer: named, jwks_uri: jwksUri } = doc as Record<string, unknown>;
-    if (named !== issuer)
-      throw new KeySetFetchError(`discovery document names issuer ${JSON.stringify(named)}`);
+    if (typeof named !== "string" || named.replace(/\/$/, "") !== issuer.replace(/\/$/, "")) {
+      throw new KeySetFetchError(
+        `discovery document ${url} names issuer ${JSON.stringify(named)}, auth.jwt.issuer is ` +
+          `${JSON.stringify(issuer)}: set auth.jwt.issuer to the document's (tokens carry it in iss)`,
+      );
+    }
     if (
       typeof jwksUri !== "string" ||
       !URL.canParse(jwksUri) ||
@@ -58,7 +66,7 @@ export class IssuerDocuments {
     ) {
       throw new KeySetFetchError("discovery document has no http(s) jwks_uri");
     }
-    return jwksUri;
+    return { jwksUri, issuer: named };
   }
 
   /**

@@ -73,6 +73,8 @@ export interface KeySetOptions {
 export class KeySet {
   readonly #docs: IssuerDocuments;
   readonly #issuer: string;
+  /** The issuer tokens must name: the discovery document's spelling once it has answered. */
+  #acceptedIssuer: string;
   readonly #configuredUri: string | undefined;
   readonly #refreshMs: Milliseconds;
   readonly #clock: Clock;
@@ -101,6 +103,7 @@ export class KeySet {
   constructor(opts: KeySetOptions) {
     this.#docs = new IssuerDocuments(opts.timeoutMs);
     this.#issuer = opts.issuer;
+    this.#acceptedIssuer = opts.issuer;
     this.#configuredUri = opts.jwksUrl;
     this.#jwksUri = opts.jwksUrl;
     this.#span = httpCallSpan("auth.jwks", opts.jwksUrl ?? opts.issuer);
@@ -118,6 +121,14 @@ export class KeySet {
   /** Changes whenever the held keys change; a refusal for an unknown key is kept only as long. */
   get version(): number {
     return this.#version;
+  }
+
+  /**
+   * The `iss` tokens must carry: `auth.jwt.issuer`, or the discovery document's spelling of it when
+   * the two differ by a trailing slash only (SPEC §11).
+   */
+  get issuer(): string {
+    return this.#acceptedIssuer;
   }
 
   /** True when the last fetch succeeded. */
@@ -209,7 +220,15 @@ export class KeySet {
     let local: LocalJWKSet;
     try {
       if (this.#jwksUri === undefined) {
-        this.#jwksUri = await this.#docs.discoverJwksUri(this.#issuer);
+        const found = await this.#docs.discover(this.#issuer);
+        this.#jwksUri = found.jwksUri;
+        if (found.issuer !== this.#acceptedIssuer) {
+          this.#logger.warn(
+            { configured: this.#issuer, discovered: found.issuer },
+            "auth.jwt.issuer differs from the discovery document's issuer by a trailing slash; tokens are checked against the document's",
+          );
+          this.#acceptedIssuer = found.issuer;
+        }
         this.#span = httpCallSpan("auth.jwks", this.#jwksUri);
       }
       json = await this.#docs.getJson(this.#jwksUri, "JWKS");

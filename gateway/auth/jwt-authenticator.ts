@@ -25,6 +25,7 @@ import type { RequestTrace } from "../observability/tracing/request-trace.js";
 import type { Authenticator } from "./authenticator.js";
 import { KeySet } from "./jwks.js";
 import { isJwsCompact } from "./jws-shape.js";
+import { describeRefusal } from "./jwt-refusal.js";
 import { JwtValidator } from "./jwt-validator.js";
 import type { TokenLookup } from "./token-cache.js";
 import { INACTIVE, type TokenInfo } from "./types.js";
@@ -76,6 +77,8 @@ export class JwtAuthenticator implements Authenticator {
   readonly #validator: JwtValidator;
   readonly #lru: LRUCache<string, Entry, Miss>;
   readonly #clock: Clock;
+  readonly #config: JwtConfig;
+  readonly #logger: Logger;
   readonly #claimsEveryToken: boolean;
   readonly #maxTtlMs: number;
   readonly #negativeTtlMs: number;
@@ -95,6 +98,8 @@ export class JwtAuthenticator implements Authenticator {
     });
     this.#validator = new JwtValidator(config, this.keys, clock, opts.claimNames ?? []);
     this.#clock = clock;
+    this.#config = config;
+    this.#logger = opts.logger;
     this.#claimsEveryToken = opts.claimsEveryToken;
     this.#maxTtlMs = config.cache.max_ttl_s * 1000;
     this.#negativeTtlMs = config.cache.negative_ttl_s * 1000;
@@ -162,6 +167,10 @@ export class JwtAuthenticator implements Authenticator {
     const verdict = await this.#validator.validate(miss.token, miss.trace);
     this.#results.get(verdict.result)!.inc();
     const now = this.#clock.nowMs();
+    if (verdict.result !== "valid" && this.#logger.isLevelEnabled("debug")) {
+      const why = describeRefusal(verdict.cause, miss.token, this.#config, this.keys.issuer, now / 1000);
+      this.#logger.debug({ auth: "jwt", result: verdict.result, ...why }, `JWT refused: ${why.reason}`);
+    }
     switch (verdict.result) {
       case "valid": {
         // Within `leeway_s` past `exp` the token is valid for this call but not cached.

@@ -11,12 +11,14 @@ import type { JwtConfig } from "../config/schema.js";
 import type { JwtValidationResult } from "../observability/metrics.js";
 import type { RequestTrace } from "../observability/tracing/request-trace.js";
 import { KeySetUnavailableError, type KeySet } from "./jwks.js";
+import { JwtCheckFailed } from "./jwt-refusal.js";
 import { pickClaims, type TokenInfo } from "./types.js";
 
 /** What one validation (RFC 9068 §4) concluded: token information, or the reason it is refused. */
 export type JwtVerdict =
   | { result: "valid"; info: TokenInfo }
-  | { result: Exclude<JwtValidationResult, "valid"> };
+  /** `cause`: what failed, for {@link describeRefusal} (a debug line). */
+  | { result: Exclude<JwtValidationResult, "valid">; cause: unknown };
 
 /** RFC 8725 §3.11 / RFC 9068 §2.1: `at+jwt` and `application/at+jwt` are the same media type. */
 function normalizeTyp(typ: string): string {
@@ -60,23 +62,31 @@ export class JwtValidator {
    */
   async validate(token: string, trace: RequestTrace | null = null): Promise<JwtVerdict> {
     const nowMs = this.#clock.nowMs();
-    const options: JWTVerifyOptions = { ...this.#options, currentDate: new Date(nowMs) };
+    // The issuer as the discovery document spells it (a trailing slash apart, SPEC §11).
+    const options: JWTVerifyOptions = {
+      ...this.#options,
+      issuer: this.#keys.issuer,
+      currentDate: new Date(nowMs),
+    };
     let verified: JWTVerifyResult;
     try {
       verified = await this.#verify(token, options, trace);
     } catch (err) {
-      return { result: classify(err) };
+      return { result: classify(err), cause: err };
     }
     const { payload, protectedHeader } = verified;
     // jose checks `iat` only against a maximum age; SPEC §11 refuses one from the future like `nbf`.
     if (typeof payload.iat === "number" && payload.iat > nowMs / 1000 + this.#leewayS)
-      return { result: "claims" };
+      return { result: "claims", cause: new JwtCheckFailed("iat", '"iat" is in the future', payload.iat) };
     if (this.#typ !== undefined) {
       const typ = protectedHeader.typ;
-      if (typeof typ !== "string" || !this.#typ.has(normalizeTyp(typ))) return { result: "claims" };
+      if (typeof typ !== "string" || !this.#typ.has(normalizeTyp(typ)))
+        return { result: "claims", cause: new JwtCheckFailed("typ", "header typ not accepted", typ) };
     }
     const info = tokenInfoOf(payload, this.#claimNames);
-    return info === undefined ? { result: "claims" } : { result: "valid", info };
+    if (info !== undefined) return { result: "valid", info };
+    const detail = "sub, client_id, scope or scp has the wrong type";
+    return { result: "claims", cause: new JwtCheckFailed("claims", detail, null) };
   }
 
   async #verify(

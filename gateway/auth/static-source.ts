@@ -129,6 +129,7 @@ export function parseInWorker(file: string, claimNames: readonly string[]): Map<
  * const source = new StaticTokenSource("tokens.yaml", configDir);
  */
 export class StaticTokenSource implements IntrospectionSource {
+  readonly kind = "static";
   readonly #tokens: ReadonlyMap<string, TokenInfo>;
 
   /**

@@ -184,7 +184,18 @@ export class TokenCache {
       this.#failingSinceMs = undefined;
     }
     const expMs = info.exp === undefined ? Infinity : info.exp * 1000;
-    if (!info.active || expMs <= now) return { kind: "inactive", freshUntilMs: now + this.#negativeTtlMs };
+    if (!info.active || expMs <= now) {
+      // Why a token is refused, never the token (issue 27); a refusal is cached, so one line per
+      // token per negative_ttl_s.
+      if (!info.active)
+        this.#logger.debug({ auth: this.#source.kind, reason: "inactive" }, "token refused: active is false");
+      else
+        this.#logger.debug(
+          { auth: this.#source.kind, reason: "exp", exp: info.exp, nowS: now / 1000 },
+          "token refused: exp is past",
+        );
+      return { kind: "inactive", freshUntilMs: now + this.#negativeTtlMs };
+    }
     const freshUntilMs = Math.min(expMs, now + this.#maxTtlMs);
     return {
       kind: "active",
@@ -197,6 +208,11 @@ export class TokenCache {
 
   #failed(err: unknown, old: Entry | undefined): Entry {
     const now = this.#clock.nowMs();
+    const why = err instanceof IntrospectionUnavailableError ? err.reason : "error";
+    this.#logger.debug(
+      { auth: this.#source.kind, reason: why, err: err instanceof Error ? err.message : String(err) },
+      "token not checked: the source failed",
+    );
     if (this.#failingSinceMs === undefined) {
       this.#failingSinceMs = now;
       const reason = err instanceof IntrospectionUnavailableError ? err.reason : "error";

@@ -59,6 +59,8 @@ export function hashToken(token: string): string {
 
 /** An introspection source answers for one token or fails. */
 export interface IntrospectionSource {
+  /** Names the source in log lines: an RFC 7662 endpoint or a static tokens file. */
+  readonly kind: "introspection" | "static";
   /**
    * @param token - the bearer token as sent (never logged)
    * @returns the source's answer; an unknown token is `{ active: false }`

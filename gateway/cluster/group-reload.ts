@@ -7,6 +7,7 @@
  * replacement starts on whatever this decides.
  */
 import { loadConfig, type LoadedConfig } from "../config/load.js";
+import { hashOf } from "../config/named-files.js";
 import { is, type Member } from "./member.js";
 
 /** Each worker has this long to build a reloaded configuration (tokens file included) (ms). */
@@ -39,7 +40,8 @@ export async function reloadGroup(
       message: `rate_limits.store.redis: required while ${running} workers run (the memory store counts in each process)`,
     };
   }
-  const prepare = { type: "gw:prepare" as const, id, config: next.config, baseDir: next.baseDir };
+  const hash = hashOf(next);
+  const prepare = { type: "gw:prepare" as const, id, config: next.config, baseDir: next.baseDir, hash };
   const answers = await Promise.all(
     members.map((m) => m.ask(prepare, is("gw:prepared", id), PREPARE_TIMEOUT_MS)),
   );

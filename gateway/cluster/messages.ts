@@ -1,7 +1,8 @@
 /**
  * What a cluster primary and its workers say to each other (SPEC §15): plain data over the
  * cluster's IPC channel (`serialization: "advanced"`, so a configuration travels as it is). The
- * primary validates every configuration; workers only build and apply what it sends.
+ * primary validates every configuration; workers only build and apply what it sends, with the
+ * hash the primary computed (SPEC §20: one hash per configuration across the group).
  */
 import type { GatewayConfig } from "../config/schema.js";
 import type { HealthReport } from "../proxy/health-checker.js";
@@ -20,9 +21,9 @@ export interface MetricJson {
 /** Primary to worker. */
 export type ToWorker =
   /** Build the gateway from this validated configuration and listen. */
-  | { type: "gw:start"; config: GatewayConfig; baseDir: string }
+  | { type: "gw:start"; config: GatewayConfig; baseDir: string; hash: string }
   /** Build this configuration (read its files) without applying it; answer `gw:prepared`. */
-  | { type: "gw:prepare"; id: number; config: GatewayConfig; baseDir: string }
+  | { type: "gw:prepare"; id: number; config: GatewayConfig; baseDir: string; hash: string }
   /** Apply what `gw:prepare` built; answer `gw:committed`. */
   | { type: "gw:commit"; id: number }
   /** Drop what `gw:prepare` built. */

@@ -24,15 +24,19 @@
 import cluster from "node:cluster";
 import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import pino, { type Logger } from "pino";
+import pino, { type DestinationStream, type Logger } from "pino";
 import { Registry } from "prom-client";
 import { createAdminServer } from "../admin.js";
+import { ListenError, listenOn } from "../listen.js";
+import { ConfigFollower } from "../config/follow.js";
 import type { LoadedConfig } from "../config/load.js";
+import { hashOf } from "../config/named-files.js";
 import { workerCount } from "../config/workers-schema.js";
-import { createLogger } from "../observability/logger.js";
-import { createPrimaryMetrics } from "../observability/metrics.js";
+import { createLogger, prettyDestination } from "../observability/logger.js";
+import { createPrimaryMetrics, setConfigInfo } from "../observability/metrics.js";
+import type { ReloadTrigger } from "../server.js";
 import { reloadGroup } from "./group-reload.js";
-import { LineRelay } from "./line-relay.js";
+import { LineRelay, type LineSink } from "./line-relay.js";
 import { is, Member } from "./member.js";
 import { GroupUpstreams } from "./group-upstreams.js";
 import { combineMetrics, type MetricSource } from "./metrics.js";
@@ -60,7 +64,9 @@ class Primary {
   /** The group's stdout: the primary's lines and the workers' relayed ones. */
   private readonly out = pino.destination({ dest: 1, sync: false });
   private readonly logger: Logger;
-  private readonly relay = new LineRelay(this.out);
+  /** Where the group's lines go through: `out`, or pino-pretty in front of it (`log.format`). */
+  private readonly sink: LineSink & DestinationStream;
+  private readonly relay: LineRelay;
   private readonly errors = new LineRelay(process.stderr);
   private readonly registry = new Registry();
   private readonly metrics = createPrimaryMetrics(this.registry);
@@ -68,6 +74,8 @@ class Primary {
   /** Health checks run here once for the group; `GET /upstreams` combines the workers. */
   private readonly pools: GroupUpstreams;
   private readonly members = new Map<number, Member>();
+  /** `reload.watch` (SPEC §20). */
+  private readonly follower: ConfigFollower;
   private readonly count: number;
   private current: LoadedConfig;
   private queue: Promise<void> = Promise.resolve();
@@ -81,7 +89,13 @@ class Primary {
   ) {
     this.current = loaded;
     this.count = workerCount(loaded.config.workers);
-    this.logger = createLogger(loaded.config.log.level, this.out, { pid: process.pid });
+    this.sink =
+      loaded.config.log.format === "pretty"
+        ? (prettyDestination(this.out) as LineSink & DestinationStream)
+        : this.out;
+    this.relay = new LineRelay(this.sink);
+    this.logger = createLogger(loaded.config.log.level, this.sink, { pid: process.pid });
+    this.follower = new ConfigFollower(file, this.logger, () => this.serialise(() => this.reload("watch")));
     this.pools = new GroupUpstreams(
       this.registry,
       this.logger,
@@ -100,17 +114,18 @@ class Primary {
     cluster.on("exit", (worker, code, signal) => this.onExit(worker.id, code, signal));
     process.on("SIGTERM", () => this.stop("SIGTERM"));
     process.on("SIGINT", () => this.stop("SIGINT"));
-    process.on("SIGHUP", () => this.serialise(() => this.reload()));
+    process.on("SIGHUP", () => this.serialise(() => this.reload("SIGHUP")));
     const forks = Array.from({ length: this.count }, () => this.fork());
     const started = await Promise.all(forks);
     if (this.stopping) return;
     const admin = this.current.config.admin;
     try {
       if (started.includes(null)) throw new Error("a worker could not start (its own line says why)");
-      await listenOn(this.admin, admin.port, admin.host);
+      await listenOn(this.admin, "admin", admin.port, admin.host);
       this.pools.configure(this.current);
     } catch (err) {
-      this.logger.fatal({ err: { message: (err as Error).message } }, "gateway could not start");
+      const fields = err instanceof ListenError ? err.toFields() : {};
+      this.logger.fatal({ ...fields, err: { message: (err as Error).message } }, "gateway could not start");
       this.stopping = true;
       for (const m of this.members.values()) m.send({ type: "gw:stop" });
       return this.exitWhenAlone(1);
@@ -122,10 +137,13 @@ class Primary {
         routes: this.current.config.routes.length,
         workers: this.count,
         workerPids: [...this.members.values()].map((m) => m.pid),
+        configHash: hashOf(this.current),
       },
       "gateway listening",
     );
     this.logger.flush();
+    setConfigInfo(this.metrics.configInfo, hashOf(this.current));
+    this.follower.update(this.current.config, this.current.baseDir);
   }
 
   /** Runs `task` after every task queued before it (worker starts, reloads). */
@@ -143,10 +161,8 @@ class Primary {
     this.errors.add(member.worker.process.stderr!);
     const hello = await member.waitFor(is("gw:hello"), START_TIMEOUT_MS);
     const { config, baseDir } = this.current;
-    const up =
-      hello === null
-        ? null
-        : await member.ask({ type: "gw:start", config, baseDir }, is("gw:listening"), START_TIMEOUT_MS);
+    const start = { type: "gw:start" as const, config, baseDir, hash: hashOf(this.current) };
+    const up = hello === null ? null : await member.ask(start, is("gw:listening"), START_TIMEOUT_MS);
     if (up === null) {
       if (!member.exited) member.worker.process.kill("SIGKILL");
       return null;
@@ -181,29 +197,38 @@ class Primary {
     }
   }
 
-  /** SIGHUP: validate once here, build in every worker, apply in all of them or in none. */
-  private async reload(): Promise<void> {
+  /**
+   * SIGHUP or `reload.watch` (SPEC §20): validate once here, build in every worker, apply in all of
+   * them or in none.
+   */
+  private async reload(trigger: ReloadTrigger): Promise<void> {
     if (this.stopping) return;
     const started = performance.now();
     const serving = [...this.members.values()].filter((m) => m.listening);
     const result = await reloadGroup(this.file, this.count, serving, ++this.sequence);
-    if (!result.ok) return this.rejected(result.message);
+    this.follower.update(result.ok ? result.next.config : this.current.config, this.current.baseDir);
+    if (!result.ok) return this.rejected(result.message, trigger);
     this.current = result.next;
     this.metrics.configReloads.inc({ result: "success" });
     // The workers built new upstreams, which start healthy: they get every state again.
     this.pools.configure(result.next);
+    const configHash = hashOf(result.next);
+    setConfigInfo(this.metrics.configInfo, configHash);
     const durationMs = Math.round(performance.now() - started);
-    this.logger.info({ file: this.file, workers: serving.length, durationMs }, "configuration reloaded");
+    this.logger.info(
+      { file: this.file, trigger, workers: serving.length, durationMs, configHash },
+      "configuration reloaded",
+    );
     if (workerCount(result.next.config.workers) !== this.count) {
       this.logger.warn({ workers: this.count }, "a changed `workers` takes effect at the next start");
     }
     this.logger.flush();
   }
 
-  private rejected(message: string): void {
+  private rejected(message: string, trigger: ReloadTrigger): void {
     this.metrics.configReloads.inc({ result: "error" });
     this.logger.error(
-      { err: { message } },
+      { file: this.file, trigger, err: { message } },
       "configuration reload rejected; keeping the running configuration",
     );
     this.logger.flush();
@@ -236,6 +261,7 @@ class Primary {
     if (this.stopping) return;
     this.stopping = true;
     this.logger.info({ signal }, "shutting down");
+    this.follower.close();
     this.admin.close();
     void this.pools.stop();
     for (const m of this.members.values()) m.send({ type: "gw:stop" });
@@ -260,14 +286,4 @@ class Primary {
     this.out.end();
     setTimeout(() => process.exit(code), LAST_LINES_MS).unref();
   }
-}
-
-function listenOn(server: Server, port: number, host: string): Promise<void> {
-  return new Promise((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(port, host, () => {
-      server.off("error", reject);
-      resolve();
-    });
-  });
 }

@@ -12,6 +12,7 @@
  */
 import { deepFreeze } from "../config/load.js";
 import type { GatewayConfig } from "../config/schema.js";
+import { ListenError } from "../listen.js";
 import { createLogger } from "../observability/logger.js";
 import { createGateway, type Gateway, type PreparedReload } from "../server.js";
 import { isGatewayMessage, type FromWorker, type MetricJson, type ToWorker } from "./messages.js";
@@ -24,8 +25,8 @@ function send(message: FromWorker): void {
   if (process.connected) process.send!(message, undefined, {}, () => undefined);
 }
 
-function loadedOf(m: { config: GatewayConfig; baseDir: string }) {
-  return { config: deepFreeze(m.config), baseDir: m.baseDir };
+function loadedOf(m: { config: GatewayConfig; baseDir: string; hash: string }) {
+  return { config: deepFreeze(m.config), baseDir: m.baseDir, hash: m.hash };
 }
 
 /** Waits for the primary's `gw:start`, then serves until told to stop. Never resolves. */
@@ -54,7 +55,8 @@ async function start(m: Extract<ToWorker, { type: "gw:start" }>): Promise<void> 
     ({ apiPort } = await gateway.listen());
   } catch (err) {
     const error = err instanceof Error ? err.message : String(err);
-    logger.fatal({ err: { message: error } }, "worker could not start");
+    const fields = err instanceof ListenError ? err.toFields() : {};
+    logger.fatal({ ...fields, err: { message: error } }, "worker could not start");
     logger.flush();
     send({ type: "gw:failed", error });
     setImmediate(() => process.exit(1));

@@ -3,6 +3,7 @@
  * beside or instead of one introspection source (RFC 7662 or the static file), each with its cache.
  */
 import { z } from "zod";
+import { AUTH_SCHEMES } from "../auth/bearer.js";
 import { httpUrl, nonNegativeInt, positiveInt } from "./primitives.js";
 import { windowsSchema } from "./rate-limits-schema.js";
 
@@ -88,6 +89,13 @@ const jwtSchema = z.strictObject({
 export const authSchema = z
   .strictObject({
     realm: z.string().min(1).default("api").describe("Realm in WWW-Authenticate challenges."),
+    schemes: z
+      .array(z.enum(AUTH_SCHEMES))
+      .min(1)
+      .default(["Bearer"])
+      .describe(
+        "Authorization schemes accepted, case-insensitively: `Bearer` (RFC 6750), and `token` for GitHub-style clients (Octokit sends `Authorization: token X`).",
+      ),
     jwt: jwtSchema.optional(),
     introspection: introspectionSchema.optional(),
     static: staticSchema.optional(),

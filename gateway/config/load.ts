@@ -10,7 +10,10 @@ import type { z } from "zod";
 import { checkFiles } from "./files.js";
 import type { ConfigFinding } from "./finding.js";
 import { closestKey, knownKeysAt } from "./keys.js";
+import { configHash } from "./named-files.js";
+import { interpolate, withLogLevel, type UnsetReference } from "./interpolate.js";
 import { gatewayConfigSchema, type GatewayConfig } from "./schema.js";
+import { laterCustomIssues, validSections } from "./sections.js";
 
 /**
  * One configuration problem. `path` is the key path as printed (`routes[0].upstream`; a key that
@@ -54,6 +57,8 @@ export class ConfigError extends Error {
 export interface LoadedConfig {
   config: GatewayConfig;
   baseDir: string;
+  /** {@link configHash} of it, computed when loaded from its file (SPEC §20). */
+  hash?: string;
 }
 
 const PLAIN_KEY = /^[A-Za-z0-9_-]+$/;
@@ -72,31 +77,6 @@ export function formatPath(segments: readonly PropertyKey[]): string {
   return out;
 }
 
-const ENV_REF = /\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}/g;
-
-function interpolate(value: unknown, env: NodeJS.ProcessEnv, at: PropertyKey[], problems: Found[]): unknown {
-  if (typeof value === "string") {
-    return value.replace(ENV_REF, (_m, name: string, fallback: string | undefined) => {
-      const v = env[name];
-      if (v !== undefined) return v;
-      if (fallback !== undefined) return fallback;
-      problems.push({
-        path: formatPath(at),
-        segments: [...at],
-        message: `environment variable ${name} is not set`,
-      });
-      return "";
-    });
-  }
-  if (Array.isArray(value)) return value.map((v, i) => interpolate(v, env, [...at, i], problems));
-  if (value !== null && typeof value === "object") {
-    const out: Record<string, unknown> = {};
-    for (const [k, v] of Object.entries(value)) out[k] = interpolate(v, env, [...at, k], problems);
-    return out;
-  }
-  return value;
-}
-
 function describeValue(input: unknown): string {
   if (input === undefined) return "nothing";
   const s = JSON.stringify(input);
@@ -112,11 +92,24 @@ export function deepFreeze<T>(value: T): T {
   return value;
 }
 
+/** Options of {@link parseConfig} and {@link loadConfig}. */
+export interface ParseOptions {
+  /**
+   * `warn`: an unset `${ENV}` reference is a warning and its text stays as the value, which the
+   * schema still judges (`gateway check` without `--strict`: the example's secrets are placeholders
+   * of the deployment). @default "error"
+   */
+  unsetEnv?: "error" | "warn";
+  /** Receives the warnings, with their positions. */
+  warnings?: ConfigProblem[];
+}
+
 /**
- * Parses and validates YAML text.
+ * Parses and validates YAML text. Every problem is reported in one pass: the schema's, the
+ * cross-references', and those of `check` on the sections that are valid by themselves.
  * @param text - the YAML document
  * @param source - file name for messages
- * @param env - environment for `${VAR}` / `${VAR:-default}` interpolation
+ * @param env - environment for `${VAR}` / `${VAR:-default}` interpolation and `LOG_LEVEL`
  * @param check - further checks of a configuration the schema accepted (files it names); their
  *   findings are reported like the schema's problems, at their YAML positions
  * @returns the frozen configuration
@@ -127,6 +120,7 @@ export function parseConfig(
   source = "<inline>",
   env: NodeJS.ProcessEnv = process.env,
   check?: (config: GatewayConfig) => ConfigFinding[],
+  options: ParseOptions = {},
 ): GatewayConfig {
   const lineCounter = new LineCounter();
   const doc = parseDocument(text, { lineCounter, uniqueKeys: true, prettyErrors: true });
@@ -144,19 +138,40 @@ export function parseConfig(
       }),
     );
   }
-  const problems: Found[] = [];
-  const raw = interpolate(doc.toJS(), env, [], problems);
+  const warnOnly = options.unsetEnv === "warn";
+  const unset: UnsetReference[] = [];
+  const raw = withLogLevel(interpolate(doc.toJS(), env, [], unset, warnOnly), env.LOG_LEVEL);
+  const envFound: Found[] = unset.map((u) => ({
+    path: formatPath(u.segments),
+    segments: u.segments,
+    message: `environment variable ${u.name} is not set`,
+  }));
+  const problems: Found[] = warnOnly ? [] : envFound;
   const result = gatewayConfigSchema.safeParse(raw ?? {});
   if (!result.success) {
     // A missing ${VAR} already explains the empty value the schema then rejects.
     const envPaths = new Set(problems.map((p) => p.path));
-    for (const issue of result.error.issues) {
-      for (const problem of toProblems(issue, raw)) if (!envPaths.has(problem.path)) problems.push(problem);
+    const seen = new Set<string>();
+    for (const issue of [...result.error.issues, ...laterCustomIssues(raw, result.error.issues)]) {
+      for (const problem of toProblems(issue, raw)) {
+        const key = `${problem.path}\0${problem.message}`;
+        if (envPaths.has(problem.path) || seen.has(key)) continue;
+        seen.add(key);
+        problems.push(problem);
+      }
     }
-  } else if (problems.length === 0 && check !== undefined) {
-    for (const f of check(result.data)) problems.push({ ...f, path: formatPath(f.segments) });
+  }
+  if (check !== undefined) {
+    const reported = new Set(problems.map((p) => p.path));
+    for (const f of check(result.success ? result.data : validSections(raw))) {
+      const path = formatPath(f.segments);
+      if (!reported.has(path)) problems.push({ ...f, path });
+    }
   }
   for (const p of problems) {
+    if (p.path === "log.level" && env.LOG_LEVEL) p.message += " (from the LOG_LEVEL environment variable)";
+  }
+  for (const p of [...problems, ...(warnOnly ? envFound : [])]) {
     const offset = positionOf(doc, p.segments, p.atKey === true);
     if (offset !== undefined) {
       const pos = lineCounter.linePos(offset);
@@ -164,8 +179,14 @@ export function parseConfig(
       p.col = pos.col;
     }
   }
-  if (problems.length > 0 || !result.success) throw new ConfigError(source, problems);
+  if (problems.length > 0 || !result.success) throw new ConfigError(source, problems.map(plain));
+  if (warnOnly) options.warnings?.push(...envFound.map(plain));
   return deepFreeze(result.data);
+}
+
+/** A problem as reported: without the segments that found its position. */
+function plain({ path, message, line, col }: Found): ConfigProblem {
+  return line === undefined ? { path, message } : { path, message, line, col };
 }
 
 /** Offset in the text of the node at `segments` (with `atKey`, of the last segment's key). */
@@ -229,12 +250,13 @@ function toProblems(issue: z.core.$ZodIssue, raw: unknown): Found[] {
  * @param file - path to the YAML file
  * @param options.checkFiles - also load and validate the files it names (the static tokens file),
  *   as `gateway check` does (SPEC §9); `start` loads them when it builds its runtime
+ * @param options.unsetEnv, options.warnings - see {@link ParseOptions}
  * @throws ConfigError (bad content, or the file cannot be read)
  */
 export function loadConfig(
   file: string,
   env: NodeJS.ProcessEnv = process.env,
-  options: { checkFiles?: boolean } = {},
+  options: { checkFiles?: boolean } & ParseOptions = {},
 ): LoadedConfig {
   let text: string;
   try {
@@ -244,5 +266,6 @@ export function loadConfig(
   }
   const baseDir = path.dirname(path.resolve(file));
   const check = options.checkFiles ? (c: GatewayConfig) => checkFiles(c, baseDir) : undefined;
-  return { config: parseConfig(text, file, env, check), baseDir };
+  const config = parseConfig(text, file, env, check, options);
+  return { config, baseDir, hash: configHash(config, baseDir) };
 }

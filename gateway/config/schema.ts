@@ -12,6 +12,7 @@ import { corsSchema } from "./cors-schema.js";
 import { nonNegativeInt, port, positiveInt } from "./primitives.js";
 import { rateLimitsSchema } from "./rate-limits-schema.js";
 import { routeSchema } from "./route-schema.js";
+import { reloadSchema } from "./reload-schema.js";
 import { listenTlsSchema } from "./tls-schema.js";
 import { tracingSchema } from "./tracing-schema.js";
 import { upstreamProblems, upstreamSchema } from "./upstream-schema.js";
@@ -51,6 +52,7 @@ export const gatewayConfigSchema = z
     admin: listenerSchema(9090).prefault({}),
     trust_proxy: nonNegativeInt.default(0).describe("X-Forwarded-For hops to trust for the client IP."),
     workers: workersSchema,
+    reload: reloadSchema,
     upstreams: z
       .record(z.string().min(1), upstreamSchema)
       .refine((u) => Object.keys(u).length > 0, { error: "expected at least one upstream" }),
@@ -70,7 +72,14 @@ export const gatewayConfigSchema = z
       .describe("OpenTelemetry traces over OTLP/HTTP (SPEC §13); off without an endpoint."),
     log: z
       .strictObject({
-        level: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
+        level: z
+          .enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"])
+          .default("info")
+          .describe("pino level; the LOG_LEVEL environment variable overrides it."),
+        format: z
+          .enum(["json", "pretty"])
+          .default("json")
+          .describe("`json` lines, or `pretty` (pino-pretty's coloured text) for development."),
       })
       .prefault({}),
   })

@@ -2,6 +2,7 @@
  * The pino logger: JSON on stdout, asynchronous writes (no synchronous logging on the hot path),
  * and `redact` for every place a credential could appear.
  */
+import { createRequire } from "node:module";
 import pino, { type Logger, type DestinationStream } from "pino";
 
 /** Paths pino censors in every line (SPEC §8: tokens and `Authorization` never logged). */
@@ -19,18 +20,35 @@ export const REDACT_PATHS = [
   "*.password",
 ];
 
+/** `log.format`: JSON lines (production), or pino-pretty's coloured text (development). */
+export type LogFormat = "json" | "pretty";
+
+/**
+ * A destination that turns the JSON lines written to it (the logger's and the access lines) into
+ * pino-pretty's text on `destination`. Loaded only when asked for: production never pays for it.
+ * @param destination - where the text goes; default stdout
+ */
+export function prettyDestination(destination: DestinationStream | number = 1): DestinationStream {
+  const require = createRequire(import.meta.url);
+  const pretty = require("pino-pretty") as (o: Record<string, unknown>) => DestinationStream;
+  return pretty({ destination, sync: false, translateTime: "SYS:HH:MM:ss.l", ignore: "service" });
+}
+
 /**
  * The gateway's logger. Access lines bypass it (see `AccessLog`) but go to the same destination.
  * @param level - pino level name
  * @param destination - where lines go; default an async stdout destination (4 KiB buffer)
  * @param base - fields of every line after `service` (a cluster worker's `pid`, SPEC §15)
+ * @param format - `pretty` writes pino-pretty's text instead of JSON (`log.format`) @default "json"
  */
 export function createLogger(
   level: string,
   destination?: DestinationStream,
   base: Record<string, string | number> = {},
+  format: LogFormat = "json",
 ): Logger {
-  const dest = destination ?? pino.destination({ dest: 1, sync: false, minLength: 4096 });
+  const json = destination ?? pino.destination({ dest: 1, sync: false, minLength: 4096 });
+  const dest = format === "pretty" ? prettyDestination(json) : json;
   return pino(
     {
       level,

@@ -6,7 +6,8 @@
  * `gateway_` prefix, base units (`_seconds`), `_total` on counters. Label values come from
  * configuration names and fixed enumerations only, never from raw paths or tokens.
  */
-import { Counter, Gauge, Histogram, collectDefaultMetrics, type Registry } from "prom-client";
+import { Counter, Gauge, Histogram, type Registry } from "prom-client";
+import { collectProcessMetrics } from "./process-metrics.js";
 import { HotCounter, HotHistogram } from "./hot-families.js";
 import { createUpstreamPoolMetrics, type UpstreamPoolMetrics } from "./upstream-metrics.js";
 
@@ -51,9 +52,22 @@ export type SpanDropReason = "queue_full" | "export_failed";
 /** `gateway_config_reloads_total`: a gateway's, or a cluster primary's for its whole group. */
 const CONFIG_RELOADS = {
   name: "gateway_config_reloads_total",
-  help: "Configuration reloads (SIGHUP) by result (success, error).",
+  help: "Configuration reloads (SIGHUP or reload.watch) by result (success, error).",
   labelNames: ["result"] as const,
 };
+
+/** `gateway_config_info{hash}`: which configuration a process runs (SPEC §20). */
+const CONFIG_INFO = {
+  name: "gateway_config_info",
+  help: "The applied configuration: its hash (configuration and the files it names); always 1.",
+  labelNames: ["hash"] as const,
+};
+
+/** Makes `hash` the one series of `gateway_config_info`. */
+export function setConfigInfo(gauge: Gauge<"hash">, hash: string): void {
+  gauge.reset();
+  gauge.labels({ hash }).set(1);
+}
 
 /** The gateway's metric families. */
 export interface GatewayMetrics {
@@ -76,6 +90,7 @@ export interface GatewayMetrics {
   /** Upstream pools (SPEC §16). */
   pool: UpstreamPoolMetrics;
   configReloads: Counter<"result">;
+  configInfo: Gauge<"hash">;
   buildInfo: Gauge<"version" | "node_version">;
   /**
    * Requests in flight now: raised by the transport at accept, lowered by the finish observer, a
@@ -88,13 +103,14 @@ export interface GatewayMetrics {
 }
 
 /**
- * Creates and registers every family on `registry`, plus prom-client's default process metrics.
+ * Creates and registers every family on `registry`, plus prom-client's default process metrics
+ * (`process-metrics.ts`).
  * @param registry - the gateway instance's registry
  * @param version - package version for `gateway_build_info`
  */
 export function createMetrics(registry: Registry, version: string): GatewayMetrics {
   const registers = [registry];
-  collectDefaultMetrics({ register: registry });
+  collectProcessMetrics(registry);
   const inflightNow = { value: 0 };
   const m: GatewayMetrics = {
     requests: new HotCounter({
@@ -196,6 +212,7 @@ export function createMetrics(registry: Registry, version: string): GatewayMetri
     }),
     pool: createUpstreamPoolMetrics(registry),
     configReloads: new Counter({ ...CONFIG_RELOADS, registers }),
+    configInfo: new Gauge({ ...CONFIG_INFO, registers }),
     buildInfo: new Gauge({
       name: "gateway_build_info",
       help: "Build information; always 1.",
@@ -232,7 +249,12 @@ export function createMetrics(registry: Registry, version: string): GatewayMetri
  * counts each SIGHUP once for the whole process group (the workers apply, the primary validates
  * and counts), and prom-client's default process metrics of the primary.
  */
-export function createPrimaryMetrics(registry: Registry): Pick<GatewayMetrics, "configReloads"> {
-  collectDefaultMetrics({ register: registry });
-  return { configReloads: new Counter({ ...CONFIG_RELOADS, registers: [registry] }) };
+export function createPrimaryMetrics(
+  registry: Registry,
+): Pick<GatewayMetrics, "configReloads" | "configInfo"> {
+  collectProcessMetrics(registry);
+  return {
+    configReloads: new Counter({ ...CONFIG_RELOADS, registers: [registry] }),
+    configInfo: new Gauge({ ...CONFIG_INFO, registers: [registry] }),
+  };
 }

@@ -59,6 +59,9 @@ export interface ChildGateway {
  * @param build - builds the config from the chosen API and admin ports
  * @param options.readyTimeoutMs - how long the child has to bind both listeners
  * @param options.configVia - `env`: pass the file as `GATEWAY_CONFIG` instead of `--config`
+ * @param options.place - lays the config out itself in the temporary directory (a ConfigMap-shaped
+ *   tree of symbolic links) and returns the path the child is to read; `writeConfig` still writes
+ *   `<tmp>/gateway.yaml`
  */
 export async function spawnGateway(
   build: (ports: { apiPort: number; adminPort: number }) => Record<string, unknown>,
@@ -67,6 +70,7 @@ export async function spawnGateway(
     env?: NodeJS.ProcessEnv;
     nodeArgs?: string[];
     configVia?: "flag" | "env";
+    place?: (dir: string, yaml: string) => string;
   } = {},
 ): Promise<ChildGateway> {
   const [apiPort, adminPort] = (await freePorts(2)) as [number, number];
@@ -74,7 +78,9 @@ export async function spawnGateway(
   const configFile = path.join(dir, "gateway.yaml");
   const writeConfig = (config: Record<string, unknown> | string) =>
     writeFileSync(configFile, typeof config === "string" ? config : stringify(config));
-  writeConfig(build({ apiPort, adminPort }));
+  const built = build({ apiPort, adminPort });
+  const childConfigFile = options.place?.(dir, stringify(built)) ?? configFile;
+  if (options.place === undefined) writeConfig(built);
 
   const viaEnv = options.configVia === "env";
   const child = spawn(
@@ -82,11 +88,11 @@ export async function spawnGateway(
     [
       ...(options.nodeArgs ?? []),
       ...["--import", "tsx", "gateway/main.ts", "start"],
-      ...(viaEnv ? [] : ["--config", configFile]),
+      ...(viaEnv ? [] : ["--config", childConfigFile]),
     ],
     {
       cwd: REPO_ROOT,
-      env: { ...process.env, ...options.env, ...(viaEnv ? { GATEWAY_CONFIG: configFile } : {}) },
+      env: { ...process.env, ...options.env, ...(viaEnv ? { GATEWAY_CONFIG: childConfigFile } : {}) },
       stdio: ["ignore", "pipe", "pipe"],
     },
   );

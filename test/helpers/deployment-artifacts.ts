@@ -172,7 +172,25 @@ export interface ConfigMap {
   metadata: Metadata;
   data: Record<string, string>;
 }
-export type Manifest = Deployment | Service | PodDisruptionBudget | HorizontalPodAutoscaler | ConfigMap;
+export interface NetworkPolicy {
+  kind: "NetworkPolicy";
+  metadata: Metadata;
+  spec: {
+    podSelector: { matchLabels?: Record<string, string> };
+    policyTypes?: string[];
+    ingress?: {
+      from?: { namespaceSelector?: { matchLabels?: Record<string, string> }; podSelector?: unknown }[];
+      ports?: { port?: number | string; protocol?: string }[];
+    }[];
+  };
+}
+export type Manifest =
+  | Deployment
+  | Service
+  | PodDisruptionBudget
+  | HorizontalPodAutoscaler
+  | ConfigMap
+  | NetworkPolicy;
 
 /** The Dockerfile and config/kubernetes of a checkout, read once, with the lookups the tests share. */
 export interface Artifacts {

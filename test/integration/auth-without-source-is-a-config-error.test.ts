@@ -23,7 +23,11 @@ describe("an auth block without a token source", () => {
       timeout: 20_000,
     });
     expect(r.status).toBe(1);
-    expect(r.stdout).toBe(""); // no "gateway listening" line
-    expect(r.stderr).toBe(`invalid configuration ${file}:\n${MESSAGE}`);
+    // One JSON line (issue 27: every line is JSON), no "gateway listening" line.
+    expect(r.stderr).toBe("");
+    expect(JSON.parse(r.stdout)).toMatchObject({
+      level: "fatal",
+      msg: `invalid configuration ${file}:\n${MESSAGE.trimEnd()}`,
+    });
   });
 });

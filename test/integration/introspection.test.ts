@@ -46,6 +46,7 @@ function newClient(url: string, clientSecret = GATEWAY_SECRET, timeoutMs = 2_000
 
 /** Counts calls into the real client (not a mock: every call goes to the server). */
 class CountingSource implements IntrospectionSource {
+  readonly kind = "introspection";
   calls = 0;
   constructor(private readonly inner: IntrospectionSource) {}
   introspect(token: string): Promise<TokenInfo> {

@@ -214,6 +214,40 @@ describe("config/kubernetes", () => {
     }
   });
 
+  it("follows its ConfigMap without a signal: reload.watch is on", () => {
+    expect(config.reload.watch).toBe(true);
+  });
+
+  it("requests a CPU per worker and sets no CPU limit (throttling stalls a busy pod)", () => {
+    expect(typeof config.workers, "workers: auto counts the node's CPUs in a pod").toBe("number");
+    const cpu = container.resources?.requests?.cpu ?? "0";
+    const millicores = cpu.endsWith("m") ? Number(cpu.slice(0, -1)) : Number(cpu) * 1000;
+    expect(millicores).toBeGreaterThanOrEqual((config.workers as number) * 1000);
+    expect(container.resources?.limits?.cpu).toBeUndefined();
+  });
+
+  it("has a NetworkPolicy that keeps the admin port to the monitoring namespace", () => {
+    const policy = only("NetworkPolicy");
+    const labels = deployment.spec.template.metadata.labels;
+    expect(matches(policy.spec.podSelector.matchLabels ?? {}, labels)).toBe(true);
+    expect(policy.spec.policyTypes).toContain("Ingress");
+    const rules = policy.spec.ingress ?? [];
+    const port = (p: number | string | undefined) => containerPort(p);
+    const admitting = (target: number) =>
+      rules.filter((r) => r.ports === undefined || r.ports.some((p) => port(p.port) === target));
+    const admin = admitting(config.admin.port);
+    expect(admin.length).toBeGreaterThan(0);
+    for (const rule of admin) {
+      expect(rule.from, "a rule admitting the admin port must name its sources").toBeDefined();
+      for (const from of rule.from ?? []) {
+        expect(from.podSelector).toBeUndefined();
+        expect(from.namespaceSelector?.matchLabels).toEqual({ "kubernetes.io/metadata.name": "monitoring" });
+      }
+    }
+    // The API port is open to every client.
+    expect(admitting(config.listen.port).some((r) => r.from === undefined)).toBe(true);
+  });
+
   it("has a CPU HorizontalPodAutoscaler on the Deployment, its floor matching expected_replicas", () => {
     const hpa = only("HorizontalPodAutoscaler");
     expect(hpa.apiVersion).toBe("autoscaling/v2");

@@ -26,11 +26,12 @@ async function allSchemaProblems(docs: Map<string, Manifest>): Promise<string[]>
 describe("config/kubernetes against the Kubernetes API schemas", () => {
   const docs = documents(K8S_DIR);
 
-  it("holds the five objects of the deployment", () => {
+  it("holds the six objects of the deployment", () => {
     const kinds = [...docs.values()].map((d) => `${String(d.apiVersion)} ${String(d.kind)}`).sort();
     expect(kinds).toEqual([
       "apps/v1 Deployment",
       "autoscaling/v2 HorizontalPodAutoscaler",
+      "networking.k8s.io/v1 NetworkPolicy",
       "policy/v1 PodDisruptionBudget",
       "v1 ConfigMap",
       "v1 Service",

@@ -85,36 +85,88 @@ describe("metrics (gateway/observability/metrics.ts)", () => {
 });
 
 describe("links", () => {
-  /** Markdown inline links and images: `[text](target)`, `![alt](target "title")`. */
-  const targets = [...readme.matchAll(/\]\(([^)\s]+)(?:\s+"[^"]*")?\)/g)].map((m) => m[1]!);
-  /** GitHub's heading anchors: lower case, punctuation other than `-` and `_` dropped, spaces to `-`. */
-  const anchors = new Set(
-    lines
-      .filter((l) => /^#{1,6} /.test(l))
-      .map((l) =>
-        l
-          .replace(/^#+ /, "")
-          .toLowerCase()
-          .replace(/[^\p{L}\p{N} _-]/gu, "")
-          .replace(/ /g, "-"),
-      ),
-  );
+  /**
+   * The README's prose: fenced code blocks and inline code removed, so an example URL in a curl
+   * line or a config snippet is no link (GitHub does not render one there either).
+   */
+  const prose = readme.replace(/^ *```[^\n]*\n[\s\S]*?^ *```$/gm, "").replace(/`[^`\n]*`/g, "");
+  /**
+   * Every link target GitHub would render: inline links and images `[text](target "title")`,
+   * reference definitions `[ref]: target`, autolinks `<scheme:...>` and bare `http(s)://` URLs.
+   */
+  const targets = [
+    ...[...prose.matchAll(/\]\(\s*<?([^)\s>]*)>?(?:\s+"[^"]*")?\s*\)/g)].map((m) => m[1]!),
+    ...[...prose.matchAll(/^ {0,3}\[[^\]]+\]:\s*<?(\S+?)>?(?:\s|$)/gm)].map((m) => m[1]!),
+    ...[...prose.matchAll(/<([a-z][a-z0-9+.-]*:[^>\s]*)>/gi)].map((m) => m[1]!),
+    ...[...prose.matchAll(/(?<![(<\w])(https?:\/\/[^\s)>\]]+)/gi)].map((m) => m[1]!),
+  ];
 
-  it("finds the README's links", () => {
+  /**
+   * GitHub's heading anchors of a Markdown text: lower case, punctuation other than `-` and `_`
+   * dropped, spaces to `-`; a repeated heading gets `-1`, `-2`, ...
+   */
+  function anchorsOf(text: string): Set<string> {
+    const seen = new Map<string, number>();
+    const out = new Set<string>();
+    const body = text.replace(/^ *```[^\n]*\n[\s\S]*?^ *```$/gm, "");
+    for (const l of body.split("\n").filter((l) => /^#{1,6} /.test(l))) {
+      const slug = l
+        .replace(/^#+ /, "")
+        .trim()
+        .toLowerCase()
+        .replace(/[^\p{L}\p{N} _-]/gu, "")
+        .replace(/ /g, "-");
+      const n = seen.get(slug) ?? 0;
+      seen.set(slug, n + 1);
+      out.add(n === 0 ? slug : `${slug}-${n}`);
+    }
+    return out;
+  }
+
+  it("finds the README's links, and no empty one", () => {
     expect(targets.length).toBeGreaterThan(10);
+    expect(targets.filter((t) => t === "")).toEqual([]);
   });
 
-  it("point inside the repository, at files that exist", () => {
-    const outside = targets.filter((t) => {
-      if (/^[a-z]+:/i.test(t) || t.startsWith("#")) return false;
-      const file = path.resolve(ROOT, t.split("#")[0]!);
+  it("never leave the repository (no scheme, no absolute path; examples belong in code)", () => {
+    expect(
+      targets.filter((t) => /^[a-z][a-z0-9+.-]*:/i.test(t) || t.startsWith("/") || t.startsWith("//")),
+    ).toEqual([]);
+  });
+
+  it("point at files of the repository that exist", () => {
+    const missing = targets.filter((t) => {
+      if (t.startsWith("#") || /^[a-z][a-z0-9+.-]*:/i.test(t)) return false;
+      const file = path.resolve(ROOT, decodeURIComponent(t.split("#")[0]!));
       return !file.startsWith(ROOT) || !existsSync(file);
     });
-    expect(outside).toEqual([]);
+    expect(missing).toEqual([]);
   });
 
-  it("to a heading of this README name one that exists", () => {
-    const broken = targets.filter((t) => t.startsWith("#") && !anchors.has(t.slice(1)));
+  it("to a heading, here or in another Markdown file, name one that exists", () => {
+    const own = anchorsOf(readme);
+    const broken = targets.filter((t) => {
+      const hash = t.indexOf("#");
+      if (hash < 0 || /^[a-z][a-z0-9+.-]*:/i.test(t)) return false;
+      const file = t.slice(0, hash);
+      if (file !== "" && !file.endsWith(".md")) return false;
+      const anchors = file === "" ? own : anchorsOf(readFileSync(path.resolve(ROOT, file), "utf8"));
+      return !anchors.has(decodeURIComponent(t.slice(hash + 1)));
+    });
     expect(broken).toEqual([]);
+  });
+});
+
+describe("table of contents", () => {
+  it("lists every top-level section, in order, linking to it", () => {
+    const body = readme.replace(/^ *```[^\n]*\n[\s\S]*?^ *```$/gm, "");
+    const headings = body
+      .split("\n")
+      .filter((l) => /^## /.test(l) && l !== "## Contents")
+      .map((l) => l.slice(3));
+    const listed = section("## Contents")
+      .map((l) => /^- \[(.+)\]\(#[^)]+\)$/.exec(l)?.[1])
+      .filter((h) => h !== undefined);
+    expect(listed).toEqual(headings);
   });
 });

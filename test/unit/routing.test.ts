@@ -54,7 +54,7 @@ describe("RouteTable", () => {
     expect(noRoot.match("/")).toBeUndefined();
   });
 
-  it("keeps upstream, scopes and strip_prefix of each route", () => {
+  it("keeps upstream, scopes, strip_prefix and SPEC §17's settings of each route", () => {
     const parsed = gatewayConfigSchema.parse({
       upstreams: { a: { url: "http://127.0.0.1:1" } },
       routes: [{ prefix: "/v1", upstream: "a", scopes: ["read"], strip_prefix: true }],
@@ -66,6 +66,9 @@ describe("RouteTable", () => {
       upstream: "a",
       scopes: ["read"],
       stripPrefix: true,
+      timeoutMs: 0,
+      maxBodyBytes: 0,
+      retry: null,
     });
   });
 });

@@ -58,7 +58,11 @@ describe("workers", () => {
       { cwd: REPO_ROOT, encoding: "utf8", timeout: 20_000 },
     );
     expect(r.status).toBe(1);
-    expect(r.stdout).toBe(""); // no "gateway listening" line
-    expect(r.stderr).toBe(`invalid configuration ${fixture}:\n${MESSAGE}`);
+    // One JSON line (issue 27: every line is JSON), no "gateway listening" line.
+    expect(r.stderr).toBe("");
+    expect(JSON.parse(r.stdout)).toMatchObject({
+      level: "fatal",
+      msg: `invalid configuration ${fixture}:\n${MESSAGE.trimEnd()}`,
+    });
   });
 });

@@ -1,0 +1,111 @@
+/**
+ * `--connect` for `rate_limits.store.redis`: each server the block names is connected to with its
+ * credentials and asked what the gateway will ask. Standalone: connect (TLS for `rediss://`), `AUTH`,
+ * `SELECT <db>`, `PING`. Cluster: each seed node, `PING` and `CLUSTER INFO`'s state. Sentinel: each
+ * sentinel's `SENTINEL get-master-addr-by-name`, then the primary it names as a standalone server.
+ */
+import { Redis, type RedisOptions } from "ioredis";
+import type { RedisConfig } from "../../config/schema.js";
+import { errorText, maskUrl, PROBE_TIMEOUT_MS, within, type ProbeResult } from "./probe.js";
+
+/** Connection settings of one server from its URL (`redis[s]://[user:password@]host[:port][/db]`). */
+function optionsOf(
+  url: string,
+  defaultPort: number,
+  password: string | undefined,
+): RedisOptions & { db: number } {
+  const u = new URL(url);
+  const db = u.pathname.length > 1 ? Number(u.pathname.slice(1)) : 0;
+  return {
+    host: u.hostname.replace(/^\[(.*)\]$/, "$1"),
+    port: u.port === "" ? defaultPort : Number(u.port),
+    ...(u.username === "" ? {} : { username: decodeURIComponent(u.username) }),
+    ...(u.password !== ""
+      ? { password: decodeURIComponent(u.password) }
+      : password === undefined
+        ? {}
+        : { password }),
+    ...(u.protocol === "rediss:" ? { tls: {} } : {}),
+    db,
+  };
+}
+
+/** Runs `steps` on a fresh connection (no retries, no SELECT by ioredis: the steps say it). */
+async function session(
+  options: RedisOptions,
+  steps: (client: Redis, done: string[]) => Promise<void>,
+): Promise<{ ok: boolean; answer: string }> {
+  const client = new Redis({
+    ...options,
+    db: 0,
+    lazyConnect: true,
+    connectTimeout: PROBE_TIMEOUT_MS,
+    commandTimeout: PROBE_TIMEOUT_MS,
+    maxRetriesPerRequest: 0,
+    retryStrategy: () => null,
+  });
+  let lastError: unknown;
+  client.on("error", (err) => (lastError = err));
+  const done: string[] = [];
+  try {
+    await within(client.connect(), PROBE_TIMEOUT_MS, `no answer within ${PROBE_TIMEOUT_MS} ms`);
+    done.push(options.password === undefined ? "connected" : "connected, AUTH ok");
+    await steps(client, done);
+    return { ok: true, answer: done.join(", ") };
+  } catch (err) {
+    const why = errorText(lastError !== undefined && done.length === 0 ? lastError : err);
+    return { ok: false, answer: [...done, `failed: ${why}`].join(", ") };
+  } finally {
+    client.disconnect();
+  }
+}
+
+async function standalone(
+  url: string,
+  password: string | undefined,
+  defaultPort = 6379,
+): Promise<ProbeResult> {
+  const options = optionsOf(url, defaultPort, password);
+  const r = await session(options, async (client, done) => {
+    if (options.db !== 0) {
+      await client.select(options.db);
+      done.push(`SELECT ${options.db} ok`);
+    }
+    done.push(`PING answered ${await client.ping()}`);
+  });
+  return { what: `redis ${maskUrl(url)}`, ...r };
+}
+
+async function clusterNode(url: string, password: string | undefined): Promise<ProbeResult> {
+  const r = await session(optionsOf(url, 6379, password), async (client, done) => {
+    done.push(`PING answered ${await client.ping()}`);
+    const info = String(await client.call("CLUSTER", "INFO"));
+    const state = /cluster_state:(\w+)/.exec(info)?.[1] ?? "unknown";
+    if (state !== "ok") throw new Error(`CLUSTER INFO says cluster_state:${state}`);
+    done.push("CLUSTER INFO says cluster_state:ok");
+  });
+  return { what: `redis cluster node ${maskUrl(url)}`, ...r };
+}
+
+async function sentinel(url: string, name: string, password: string | undefined): Promise<ProbeResult[]> {
+  let primary: string | undefined;
+  const r = await session(optionsOf(url, 26379, undefined), async (client, done) => {
+    const addr = (await client.call("SENTINEL", "get-master-addr-by-name", name)) as string[] | null;
+    if (addr === null) throw new Error(`SENTINEL get-master-addr-by-name ${name}: unknown name`);
+    primary = `redis://${addr[0]}:${addr[1]}`;
+    done.push(`SENTINEL get-master-addr-by-name ${name} answered ${addr[0]}:${addr[1]}`);
+  });
+  const results: ProbeResult[] = [{ what: `redis sentinel ${maskUrl(url)}`, ...r }];
+  if (primary !== undefined) results.push(await standalone(primary, password));
+  return results;
+}
+
+/** @returns one result per server tried */
+export async function probeRedis(cfg: RedisConfig): Promise<ProbeResult[]> {
+  if (cfg.cluster !== undefined) return Promise.all(cfg.cluster.map((u) => clusterNode(u, cfg.password)));
+  if (cfg.sentinels !== undefined) {
+    const name = cfg.name ?? "mymaster";
+    return (await Promise.all(cfg.sentinels.map((u) => sentinel(u, name, cfg.password)))).flat();
+  }
+  return [await standalone(cfg.url ?? "redis://127.0.0.1:6379", cfg.password)];
+}

@@ -180,6 +180,35 @@ describe("retries", () => {
     expect(m.value("gateway_upstream_retries_total", { upstream: "docs", result: "retried" })).toBe(0);
   });
 
+  it("count a call once in its class however many tries it took", async () => {
+    const g = await gatewayWith({ retries: { attempts: 2, backoff: { base_ms: 1, max_ms: 5 } } }, one());
+    behaviours[0]!.statuses = [503, 503, 200];
+    const r = await call(g, "GET", "thrice");
+    expect([r.status, behaviours[0]!.calls]).toEqual([200, 3]);
+    expect(r.headers["x-ratelimit-remaining"]).toBe("999");
+  });
+
+  it("give an always-failing upstream a bounded share more calls, never a multiple", async () => {
+    const g = await gatewayWith({ retries: { attempts: 3, backoff: { base_ms: 20, max_ms: 50 } } }, one());
+    behaviours[0]!.statuses = [503];
+    behaviours[0]!.delayMs = 20;
+    const answers = await Promise.all(
+      Array.from({ length: 100 }, (_, i) =>
+        request(`${g.url}/v1/items`, { headers: { ...AUTH, "x-request-id": `storm-${i}` } }),
+      ),
+    );
+    expect(answers.every((r) => r.status === 503)).toBe(true);
+    const sent = behaviours[0]!.calls;
+    // Without a budget, attempts: 3 would send 400; the budget (0.2 of tries in flight, at least
+    // 3) keeps it to about a third more than the calls.
+    expect(sent).toBeGreaterThan(100);
+    expect(sent).toBeLessThanOrEqual(140);
+    const m = await scrape(g.adminUrl);
+    expect(
+      m.value("gateway_upstream_retries_total", { upstream: "docs", result: "budget_exhausted" }),
+    ).toBeGreaterThan(0);
+  });
+
   it("give up a slow try after per_try_timeout_ms and answer from the other endpoint", async () => {
     const g = await gatewayWith(
       { retries: { attempts: 1, per_try_timeout_ms: 300, backoff: { base_ms: 1, max_ms: 5 } } },

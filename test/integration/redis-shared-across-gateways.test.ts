@@ -50,7 +50,9 @@ describe("two gateway processes on one Redis", () => {
   let b: ChildGateway;
 
   beforeAll(async () => {
-    // A generous command timeout: this test is about exactness, and a timed-out call would fail open.
+    // A generous command timeout: this test is about exactness across processes. A late reply is
+    // waited for (SPEC §4), but a Redis starved of CPU for two command timeouts is declared down;
+    // busy-replicas-admit-exactly-the-limit holds the default timeout on loaded cores.
     const rateLimits = redisLimits(
       "procs",
       {
@@ -148,16 +150,20 @@ describe("in-process gateways", () => {
     const early = await gateway("skew", new ManualClock(now - 7 * 60_000));
     const late = await gateway("skew", new ManualClock(now + 7 * 60_000));
     const statuses: number[] = [];
-    const resets = new Set<string>();
+    const resets = new Set<number>();
     for (let i = 0; i < 14; i++) {
       const res = await request(`${(i % 2 ? early : late).url}/v1/user`, { headers: auth });
       statuses.push(res.status);
-      if (res.status === 429) resets.add(`${res.headers["x-ratelimit-reset"]}/${res.headers["retry-after"]}`);
+      if (res.status !== 429) continue;
+      const resetS = Number(res.headers["x-ratelimit-reset"]);
+      resets.add(resetS);
+      // Retry-After counts down on Redis's clock too (the 429s may straddle a second on a slow machine).
+      expect(Math.abs(Number(res.headers["retry-after"]) - (resetS - Date.now() / 1000))).toBeLessThan(2);
     }
     expect(statuses.filter((s) => s === 200).length).toBe(10);
     expect(statuses.slice(10)).toEqual([429, 429, 429, 429]);
     expect(resets.size).toBe(1);
-    const [reset] = [...resets][0]!.split("/").map(Number);
+    const [reset] = [...resets];
     // Reset is on Redis's clock (this machine's real time), not on either skewed gateway clock.
     expect(Math.abs(reset! - now / 1000)).toBeLessThan(130);
   });

@@ -17,11 +17,17 @@ import type { HotMetrics } from "./observability/hot-metrics.js";
 import type { UpstreamErrorReason } from "./observability/metrics.js";
 import type { ProxyOutcome } from "./outcome.js";
 import type { Endpoint } from "./proxy/endpoint.js";
-import { exchange, type ExchangeResult, type ExchangeHooks, type HeadWriter } from "./proxy/exchange.js";
+import {
+  exchange,
+  type ExchangeHooks,
+  type ExchangeResult,
+  type HeadWriter,
+  type PlainRequest,
+} from "./proxy/exchange.js";
 import { limitBody } from "./proxy/body-limit.js";
 import { exchangeUpgrade } from "./proxy/exchange-upgrade.js";
 import { readWhole } from "./proxy/read-whole.js";
-import { IDEMPOTENT_METHODS, REPLAY_MAX_BYTES } from "./proxy/retry-policy.js";
+import { IDEMPOTENT_METHODS, REPLAY_MAX_BYTES, type RetryPolicy } from "./proxy/retry-policy.js";
 import { stripHopByHop } from "./proxy/forwarded.js";
 import type { ProxyRequest, ResponseTarget } from "./proxy/client-io.js";
 import { addGatewayFields, errorResponse, type GatewayResponse } from "./responses.js";
@@ -33,6 +39,8 @@ export const CUT = "cut" as const;
 
 /** What is left to write after an exchange: nothing, a gateway response, or {@link CUT}. */
 export type ProxyAnswer = GatewayResponse | typeof CUT | null;
+
+const NOTHING: Promise<ProxyAnswer> = Promise.resolve(null);
 
 /** The catalogue code of an upstream failure: 504 for a timeout, else 502 (SPEC §2). */
 export function upstreamErrorCode(reason: UpstreamErrorReason): ErrorCode {
@@ -50,8 +58,9 @@ export class ProxyStep implements ExchangeHooks<RequestScope> {
    * Proxies a plain request and streams the answer into `res`.
    * @param body - the client's request (its body streams upstream when `hasBody`)
    * @param writer - the transport, which writes the decorated head on `res`
+   * @returns what is still to be written once the exchange ended
    */
-  async plain<R extends ResponseTarget>(
+  plain<R extends ResponseTarget>(
     scope: RequestScope,
     outcome: ProxyOutcome,
     body: ProxyRequest,
@@ -61,7 +70,7 @@ export class ProxyStep implements ExchangeHooks<RequestScope> {
   ): Promise<ProxyAnswer> {
     // The client went away while the core authenticated and counted the call (a reset stream, a
     // closed connection): nothing is sent upstream for it.
-    if (scope.finished) return null;
+    if (scope.finished) return NOTHING;
     const route = scope.route!;
     const headers = outcome.headers;
     const length = headers["content-length"];
@@ -70,40 +79,60 @@ export class ProxyStep implements ExchangeHooks<RequestScope> {
     // A body without a length that grows past the limit is cut (one with a length was refused).
     if (hasBody && limit > 0 && length === undefined) upload = limitBody(body, limit);
     let retry = route.retry;
-    let replay: Buffer | null = null;
     if (retry !== null) {
       // SPEC §17: idempotent methods or an Idempotency-Key, and a body kept whole for replay.
       if (!IDEMPOTENT_METHODS.has(scope.method) && headers["idempotency-key"] === undefined) retry = null;
       else if (hasBody) {
         const n = typeof length === "string" ? Number(length) : NaN;
-        if (n <= REPLAY_MAX_BYTES) {
-          replay = await readWhole(body, n);
-          if (replay === null) return null; // the client left while sending it
-        } else retry = null;
+        if (n <= REPLAY_MAX_BYTES) return this.replayable(scope, outcome, body, n, res, writer);
+        retry = null;
       }
     }
-    scope.upstreamStartMs = performance.now();
-    const result = await exchange(
-      outcome.upstream,
-      {
-        method: scope.method,
-        path: outcome.path,
-        headers,
-        body,
-        upload,
-        replay,
-        retry,
-        timeoutMs: route.timeoutMs,
-        hashKey: outcome.hashKey,
-      },
-      res,
-      scope,
-      this,
-      writer,
-      scope.trace,
-    );
-    return this.answer(scope, result);
+    return this.send(scope, outcome, body, upload, null, retry, res, writer);
   }
+
+  /** Reads a body kept for replay, then sends (nothing when the client left while sending it). */
+  private async replayable<R extends ResponseTarget>(
+    scope: RequestScope,
+    outcome: ProxyOutcome,
+    body: ProxyRequest,
+    length: number,
+    res: R,
+    writer: HeadWriter<R>,
+  ): Promise<ProxyAnswer> {
+    const replay = await readWhole(body, length);
+    if (replay === null) return null;
+    return this.send(scope, outcome, body, null, replay, scope.route!.retry, res, writer);
+  }
+
+  private send<R extends ResponseTarget>(
+    scope: RequestScope,
+    outcome: ProxyOutcome,
+    body: ProxyRequest,
+    upload: Readable | null,
+    replay: Buffer | null,
+    retry: RetryPolicy | null,
+    res: R,
+    writer: HeadWriter<R>,
+  ): Promise<ProxyAnswer> {
+    scope.upstreamStartMs = performance.now();
+    const request: PlainRequest = {
+      method: scope.method,
+      path: outcome.path,
+      headers: outcome.headers,
+      body,
+      upload,
+      replay,
+      retry,
+      timeoutMs: scope.route!.timeoutMs,
+      hashKey: outcome.hashKey,
+    };
+    return exchange(outcome.upstream, request, res, scope, this, writer, scope.trace).then(this.answerOf);
+  }
+
+  /** Maps an exchange's end for its scope (bound once: no closure per request). */
+  private readonly answerOf = (result: ExchangeResult): ProxyAnswer =>
+    this.answer(result.context as RequestScope, result);
 
   /**
    * Proxies a WebSocket handshake (`req.url` is set to the path to send here); resolves once the
@@ -139,7 +168,7 @@ export class ProxyStep implements ExchangeHooks<RequestScope> {
 
   /** {@link ExchangeHooks}: the access line names the endpoint of the latest attempt. */
   attemptStarted(scope: RequestScope, endpoint: Endpoint): void {
-    scope.endpoint = endpoint.name;
+    scope.endpoint = endpoint;
     scope.attempts++;
   }
 

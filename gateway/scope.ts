@@ -63,8 +63,11 @@ export class RequestScope {
   upstreamStartMs = -1;
   /** Upstream time to response headers (ms), or -1. */
   upstreamMs = -1;
-  /** `host:port` of the upstream endpoint that answered or failed (SPEC §16), or null. */
-  endpoint: string | null = null;
+  /**
+   * The upstream endpoint of the latest try (SPEC §16): its `host:port` and that name as JSON (for
+   * the access line, made once per endpoint), or null.
+   */
+  endpoint: { readonly name: string; readonly json: string } | null = null;
   /** The upstream whose `max_in_flight` admitted this call, released when it finishes; or null. */
   admitted: { release(): void } | null = null;
   /** Upstream tries made (SPEC §17: 1 without retries), or 0 when never proxied. */

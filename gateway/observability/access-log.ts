@@ -100,7 +100,7 @@ export class AccessLog implements FinishObserver {
       `,"plan":${plan === null ? "null" : JSON.stringify(plan)}` +
       `,"status":${status},"durationMs":${ms(durationMs)}` +
       `,"upstreamMs":${scope.upstreamMs >= 0 ? ms(scope.upstreamMs) : "null"}` +
-      `,"endpoint":${scope.endpoint === null ? "null" : JSON.stringify(scope.endpoint)}` +
+      `,"endpoint":${scope.endpoint === null ? "null" : scope.endpoint.json}` +
       `,"attempts":${scope.attempts === 0 ? "null" : scope.attempts}` +
       `,"identity":${scope.identity === "" ? "null" : JSON.stringify(scope.identity)}` +
       `,"remaining":${decision === null ? "null" : decision.remaining}` +

@@ -20,6 +20,8 @@ export class Endpoint implements BalancedEndpoint {
   readonly index: number;
   /** `host:port` as configured: its name in metrics, logs and the admin listener. */
   readonly name: string;
+  /** {@link name} as a JSON string (the access line's `endpoint`). */
+  readonly json: string;
   readonly url: string;
   readonly weight: number;
   /** Healthy (active checks) and not ejected (outlier detection): maintained by the upstream. */
@@ -59,6 +61,7 @@ export class Endpoint implements BalancedEndpoint {
     this.url = url;
     this.weight = weight;
     this.name = endpointName(url);
+    this.json = JSON.stringify(this.name);
     this.requests = requests;
     const u = new URL(url);
     this.basePath = u.pathname.replace(/\/+$/, "");

@@ -13,6 +13,8 @@ import type { RetryPolicy } from "./retry-policy.js";
 
 /** How one exchange ended: plain data for the core. */
 export interface ExchangeResult {
+  /** The core's context the exchange was started with (its request scope). */
+  readonly context: unknown;
   /** The endpoint that was called. */
   readonly endpoint: Endpoint;
   /** The upstream's status (101 for a switched handshake), or 0 when it never answered. */

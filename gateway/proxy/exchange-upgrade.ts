@@ -61,7 +61,7 @@ class HandshakeExchange<C> implements UpgradeExchange, ExchangeResult {
   constructor(
     private readonly upstream: Upstream,
     readonly endpoint: Endpoint,
-    private readonly context: C,
+    readonly context: C,
     private readonly decorator: ExchangeHooks<C>,
     private readonly trace: RequestTrace | null,
   ) {}

@@ -55,7 +55,7 @@ export class PlainExchange<C, R extends ResponseTarget> implements ExchangeResul
     private readonly upstream: Upstream,
     private readonly request: PlainRequest,
     private readonly res: R,
-    private readonly context: C,
+    readonly context: C,
     private readonly hooks: ExchangeHooks<C>,
     private readonly writer: HeadWriter<R>,
     private readonly trace: RequestTrace | null,

@@ -58,7 +58,10 @@ function scopeOf(f: Fields): RequestScope {
   s.identity = f.identity;
   s.clientIp = f.clientIp;
   s.upstreamMs = f.upstreamMs;
-  s.endpoint = f.endpoint ?? null;
+  s.endpoint =
+    f.endpoint === undefined || f.endpoint === null
+      ? null
+      : { name: f.endpoint, json: JSON.stringify(f.endpoint) };
   s.decision = f.remaining === null ? null : ({ remaining: f.remaining } as Decision);
   if (f.trace !== undefined) s.trace = f.trace as RequestTrace;
   return s;

@@ -5,6 +5,7 @@
  */
 import http, { type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import { once } from "node:events";
+import { testConfig } from "./gateway.js";
 import { closeServer } from "./http.js";
 import { freePort } from "./redis-server.js";
 
@@ -85,4 +86,15 @@ export async function startEndpoints(n: number): Promise<TestEndpoint[]> {
 /** Stops every endpoint. */
 export async function stopEndpoints(endpoints: readonly TestEndpoint[]): Promise<void> {
   await Promise.all(endpoints.map((e) => e.stop()));
+}
+
+/**
+ * A gateway config whose `docs` upstream has the settings given (SPEC §16 keys), with `url` the
+ * first endpoint's unless the settings name `endpoints`, and a read limit out of the way.
+ */
+export function poolConfig(first: TestEndpoint, upstream: Record<string, unknown>): Record<string, unknown> {
+  const base = testConfig(first.url);
+  const rl = base.rate_limits as { classes: Record<string, unknown> };
+  rl.classes.read = { match: { methods: ["GET", "HEAD"] }, windows: [{ limit: 100000, window_s: 3600 }] };
+  return { ...base, upstreams: { docs: { timeout_ms: 5000, ...upstream } } };
 }

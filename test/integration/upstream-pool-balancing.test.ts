@@ -5,8 +5,14 @@
  * leaves (here, by failing its health checks).
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { HEALTH_PATH, startEndpoints, stopEndpoints, type TestEndpoint } from "../helpers/endpoints.js";
-import { startGateway, testConfig, type TestGateway } from "../helpers/gateway.js";
+import {
+  HEALTH_PATH,
+  poolConfig,
+  startEndpoints,
+  stopEndpoints,
+  type TestEndpoint,
+} from "../helpers/endpoints.js";
+import { startGateway, type TestGateway } from "../helpers/gateway.js";
 import { agent, request } from "../helpers/http.js";
 import { scrape } from "../helpers/prom.js";
 import { waitFor } from "../helpers/redis-server.js";
@@ -18,10 +24,7 @@ let gw: TestGateway | null = null;
 
 /** A gateway over `endpoints` with the upstream settings given, and a read limit out of the way. */
 async function gatewayWith(upstream: Record<string, unknown>): Promise<TestGateway> {
-  const base = testConfig(endpoints[0]!.url);
-  const rl = base.rate_limits as { classes: Record<string, unknown> };
-  rl.classes.read = { match: { methods: ["GET", "HEAD"] }, windows: [{ limit: 100000, window_s: 3600 }] };
-  gw = await startGateway({ ...base, upstreams: { docs: { timeout_ms: 5000, ...upstream } } });
+  gw = await startGateway(poolConfig(endpoints[0]!, upstream));
   return gw;
 }
 

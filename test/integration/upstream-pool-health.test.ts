@@ -5,7 +5,13 @@
  * as a failure, panic routing when nothing is available, and `GET /upstreams`.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { HEALTH_PATH, startEndpoints, stopEndpoints, type TestEndpoint } from "../helpers/endpoints.js";
+import {
+  HEALTH_PATH,
+  poolConfig,
+  startEndpoints,
+  stopEndpoints,
+  type TestEndpoint,
+} from "../helpers/endpoints.js";
 import { startGateway, testConfig, type TestGateway } from "../helpers/gateway.js";
 import { agent, request } from "../helpers/http.js";
 import { scrape } from "../helpers/prom.js";
@@ -17,13 +23,8 @@ let endpoints: TestEndpoint[];
 let gw: TestGateway | null = null;
 
 async function gatewayWith(upstream: Record<string, unknown>): Promise<TestGateway> {
-  const base = testConfig(endpoints[0]!.url);
-  const rl = base.rate_limits as { classes: Record<string, unknown> };
-  rl.classes.read = { match: { methods: ["GET", "HEAD"] }, windows: [{ limit: 100000, window_s: 3600 }] };
-  gw = await startGateway({
-    ...base,
-    upstreams: { docs: { timeout_ms: 5000, endpoints: endpoints.map((e) => ({ url: e.url })), ...upstream } },
-  });
+  const all = { endpoints: endpoints.map((e) => ({ url: e.url })), ...upstream };
+  gw = await startGateway(poolConfig(endpoints[0]!, all));
   return gw;
 }
 

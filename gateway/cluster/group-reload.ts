@@ -8,6 +8,7 @@
  */
 import { loadConfig, type LoadedConfig } from "../config/load.js";
 import { hashOf } from "../config/named-files.js";
+import type { HealthReport } from "../proxy/health-checker.js";
 import { is, type Member } from "./member.js";
 
 /** Each worker has this long to build a reloaded configuration (tokens file included) (ms). */
@@ -21,12 +22,15 @@ export type GroupReload = { ok: true; next: LoadedConfig } | { ok: false; messag
  * @param running - how many workers the group runs (a store shared by them stays required)
  * @param members - the serving workers
  * @param id - a number no other exchange of these workers uses
+ * @param health - the primary's active health results, applied by each worker as it commits (its
+ *   new upstreams would otherwise start healthy until the next broadcast)
  */
 export async function reloadGroup(
   file: string,
   running: number,
   members: readonly Member[],
   id: number,
+  health: readonly HealthReport[] = [],
 ): Promise<GroupReload> {
   let next: LoadedConfig;
   try {
@@ -54,7 +58,9 @@ export async function reloadGroup(
     return { ok: false, message };
   }
   await Promise.all(
-    members.map((m) => m.ask({ type: "gw:commit", id }, is("gw:committed", id), PREPARE_TIMEOUT_MS)),
+    members.map((m) =>
+      m.ask({ type: "gw:commit", id, health: [...health] }, is("gw:committed", id), PREPARE_TIMEOUT_MS),
+    ),
   );
   return { ok: true, next };
 }

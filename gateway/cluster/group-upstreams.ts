@@ -57,6 +57,11 @@ export class GroupUpstreams {
     next.start();
   }
 
+  /** Every probed endpoint's state now. */
+  states(): HealthReport[] {
+    return this.probes?.states() ?? [];
+  }
+
   /** Sends every state to one (new) worker. */
   greet(member: Member): void {
     const reports = this.probes?.states() ?? [];

@@ -25,7 +25,7 @@ export type ToWorker =
   /** Build this configuration (read its files) without applying it; answer `gw:prepared`. */
   | { type: "gw:prepare"; id: number; config: GatewayConfig; baseDir: string; hash: string }
   /** Apply what `gw:prepare` built; answer `gw:committed`. */
-  | { type: "gw:commit"; id: number }
+  | { type: "gw:commit"; id: number; health: HealthReport[] }
   /** Drop what `gw:prepare` built. */
   | { type: "gw:abort"; id: number }
   /** Answer `gw:metrics` with the worker's registry. */

@@ -205,7 +205,7 @@ class Primary {
     if (this.stopping) return;
     const started = performance.now();
     const serving = [...this.members.values()].filter((m) => m.listening);
-    const result = await reloadGroup(this.file, this.count, serving, ++this.sequence);
+    const result = await reloadGroup(this.file, this.count, serving, ++this.sequence, this.pools.states());
     this.follower.update(result.ok ? result.next.config : this.current.config, this.current.baseDir);
     if (!result.ok) return this.rejected(result.message, trigger);
     this.current = result.next;

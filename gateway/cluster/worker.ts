@@ -100,6 +100,8 @@ class WorkerControl {
       case "gw:commit":
         this.prepared.get(m.id)?.commit();
         this.prepared.delete(m.id);
+        // The new configuration's upstreams start healthy: the primary's probes say otherwise.
+        this.gateway.applyHealth(m.health);
         send({ type: "gw:committed", id: m.id });
         return;
       case "gw:abort":

@@ -16,34 +16,37 @@ const INTERVAL_MS = 200;
 let redis: RedisServer;
 let endpoints: TestEndpoint[];
 let gw: ChildGateway;
+let ports: { apiPort: number; adminPort: number };
+
+/** The group's configuration; a different `timeoutMs` replaces the upstream on reload. */
+function config(timeoutMs: number): Record<string, unknown> {
+  return childConfig(endpoints[0]!.url, ports, {
+    workers: 2,
+    upstreams: {
+      docs: {
+        timeout_ms: timeoutMs,
+        endpoints: endpoints.map((e) => ({ url: e.url })),
+        health_check: {
+          path: HEALTH_PATH,
+          interval_ms: INTERVAL_MS,
+          timeout_ms: INTERVAL_MS,
+          unhealthy_threshold: 2,
+          healthy_threshold: 1,
+        },
+      },
+    },
+    rate_limits: {
+      store: { redis: { url: redis.url, key_prefix: "pool-workers", command_timeout_ms: 2000 } },
+      classes: { read: { match: { methods: ["GET"] }, windows: [{ limit: 100_000, window_s: 3600 }] } },
+      anonymous: { windows: [{ limit: 1000, window_s: 3600 }] },
+    },
+  });
+}
 
 beforeAll(async () => {
   redis = await RedisServer.start();
   endpoints = await startEndpoints(2);
-  gw = await spawnGateway(
-    (ports) =>
-      childConfig(endpoints[0]!.url, ports, {
-        workers: 2,
-        upstreams: {
-          docs: {
-            endpoints: endpoints.map((e) => ({ url: e.url })),
-            health_check: {
-              path: HEALTH_PATH,
-              interval_ms: INTERVAL_MS,
-              timeout_ms: INTERVAL_MS,
-              unhealthy_threshold: 2,
-              healthy_threshold: 1,
-            },
-          },
-        },
-        rate_limits: {
-          store: { redis: { url: redis.url, key_prefix: "pool-workers", command_timeout_ms: 2000 } },
-          classes: { read: { match: { methods: ["GET"] }, windows: [{ limit: 100_000, window_s: 3600 }] } },
-          anonymous: { windows: [{ limit: 1000, window_s: 3600 }] },
-        },
-      }),
-    { readyTimeoutMs: 40_000 },
-  );
+  gw = await spawnGateway((p) => ((ports = p), config(30_000)), { readyTimeoutMs: 40_000 });
   await gw.waitForLine((l) => l.msg === "gateway listening" && Array.isArray(l.workerPids));
 }, 60_000);
 
@@ -90,6 +93,24 @@ describe("health checks with workers", () => {
     await waitFor("b healthy", async () => (await upstreams()).docs.endpoints[1].healthy === true);
     await calls(12);
     expect(b.calls).toBeGreaterThan(before);
+  });
+
+  it("hold across a reload that replaces the upstream in every worker", async () => {
+    const b = endpoints[1]!;
+    b.healthy = false;
+    await waitFor("b unhealthy", async () => (await upstreams()).docs.endpoints[1].healthy === false);
+    const reloads = gw.lines.filter((l) => l.msg === "configuration reloaded").length;
+    gw.writeConfig(config(29_000));
+    gw.signal("SIGHUP");
+    await waitFor(
+      "the reload",
+      async () => gw.lines.filter((l) => l.msg === "configuration reloaded").length > reloads,
+    );
+    const before = b.calls;
+    await calls(12);
+    expect(b.calls).toBe(before);
+    b.healthy = true;
+    await waitFor("b healthy", async () => (await upstreams()).docs.endpoints[1].healthy === true);
   });
 
   it("reach a replacement worker, which starts on the current state", async () => {

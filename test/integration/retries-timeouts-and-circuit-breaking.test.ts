@@ -4,6 +4,7 @@
  * relayed), the retry budget, per-try and route timeouts, max_in_flight (503 upstream_overloaded
  * before the limiter) and body limits (413 from the head, or a body cut when it grows past it).
  */
+import { createHash } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import net from "node:net";
 import { once } from "node:events";
@@ -23,6 +24,8 @@ interface Behaviour {
   delayMs: number;
   calls: number;
   bodies: number[];
+  /** SHA-256 of each body received. */
+  digests: string[];
   open: number;
 }
 const behaviours: Behaviour[] = [];
@@ -36,9 +39,14 @@ function handler(b: Behaviour) {
     b.open++;
     res.on("close", () => b.open--);
     let size = 0;
-    req.on("data", (c: Buffer) => (size += c.length));
+    const hash = createHash("sha256");
+    req.on("data", (c: Buffer) => {
+      size += c.length;
+      hash.update(c);
+    });
     req.on("end", () => {
       b.bodies.push(size);
+      b.digests.push(hash.digest("hex"));
       const status = b.statuses[Math.min(b.calls - 1, b.statuses.length - 1)]!;
       setTimeout(() => {
         if (res.destroyed) return;
@@ -51,7 +59,7 @@ function handler(b: Behaviour) {
 
 beforeAll(async () => {
   for (let i = 0; i < 2; i++) {
-    const b: Behaviour = { statuses: [200], delayMs: 0, calls: 0, bodies: [], open: 0 };
+    const b: Behaviour = { statuses: [200], delayMs: 0, calls: 0, bodies: [], digests: [], open: 0 };
     behaviours.push(b);
     servers.push(await listen(handler(b)));
   }
@@ -60,8 +68,9 @@ beforeAll(async () => {
 afterEach(async () => {
   await gw?.close();
   gw = null;
+  // `open` is not reset: a request a test gave up may still close upstream after it.
   for (const b of behaviours)
-    Object.assign(b, { statuses: [200], delayMs: 0, calls: 0, bodies: [], open: 0 });
+    Object.assign(b, { statuses: [200], delayMs: 0, calls: 0, bodies: [], digests: [] });
 });
 
 afterAll(async () => {
@@ -152,17 +161,22 @@ describe("retries", () => {
     b.statuses = [502, 200];
     expect((await call(g, "POST", "post", {}, "x".repeat(100))).status).toBe(502);
     expect(b.calls).toBe(1);
-    Object.assign(b, { calls: 0, bodies: [] });
-    const keyed = await call(g, "POST", "keyed", { "idempotency-key": "k1" }, "y".repeat(1000));
+    Object.assign(b, { calls: 0, bodies: [], digests: [] });
+    // 10 KiB of varied bytes, replayed byte-exact.
+    const payload = Array.from({ length: 10 * 1024 }, (_, i) =>
+      String.fromCharCode(33 + ((i * 7) % 90)),
+    ).join("");
+    const digest = createHash("sha256").update(payload).digest("hex");
+    const keyed = await call(g, "POST", "keyed", { "idempotency-key": "k1" }, payload);
     expect(keyed.status).toBe(200);
-    expect(b.bodies).toEqual([1000, 1000]);
-    Object.assign(b, { calls: 0, bodies: [] });
+    expect(b.digests).toEqual([digest, digest]);
+    Object.assign(b, { calls: 0, bodies: [], digests: [] });
     const put = await call(g, "PUT", "put", {}, "z".repeat(64 * 1024));
     expect(put.status).toBe(200);
     expect(b.bodies).toEqual([65536, 65536]);
-    // Above 64 KiB the body is streamed, not kept: no retry.
-    Object.assign(b, { calls: 0, bodies: [] });
-    expect((await call(g, "PUT", "big", {}, "z".repeat(64 * 1024 + 1))).status).toBe(502);
+    // Above 64 KiB (here 100 KiB) the body is streamed, not kept: no retry.
+    Object.assign(b, { calls: 0, bodies: [], digests: [] });
+    expect((await call(g, "PUT", "big", {}, "z".repeat(100 * 1024))).status).toBe(502);
     expect(b.calls).toBe(1);
   });
 

@@ -13,6 +13,7 @@ import type { UpstreamErrorReason } from "../observability/metrics.js";
 import type { RequestTrace } from "../observability/tracing/request-trace.js";
 import type { Endpoint } from "./endpoint.js";
 import type { ExchangeResult, ExchangeHooks } from "./exchange-types.js";
+import { settlement } from "./settlement.js";
 import type { Upstream } from "./upstream.js";
 import { UPGRADE, type UpgradeExchange } from "./websocket.js";
 
@@ -56,7 +57,7 @@ class HandshakeExchange<C> implements UpgradeExchange, ExchangeResult {
   done = false;
   /** The handshake request upstream, once http-proxy-3 made it. */
   proxyReq: ClientRequest | null = null;
-  private resolve: ((r: ExchangeResult) => void) | null = null;
+  resolve: ((r: ExchangeResult) => void) | null = null;
 
   constructor(
     private readonly upstream: Upstream,
@@ -67,7 +68,7 @@ class HandshakeExchange<C> implements UpgradeExchange, ExchangeResult {
   ) {}
 
   start({ req, socket, head }: UpgradeRequest): Promise<ExchangeResult> {
-    const done = new Promise<ExchangeResult>((resolve) => (this.resolve = resolve));
+    const done = settlement<ExchangeResult>(this);
     const endpoint = this.endpoint;
     (req as IncomingMessage & { [UPGRADE]?: UpgradeExchange })[UPGRADE] = this;
     (socket as ClientSocket)[HANDSHAKE] = this as HandshakeExchange<unknown>;

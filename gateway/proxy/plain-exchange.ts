@@ -21,6 +21,7 @@ import type { Endpoint } from "./endpoint.js";
 import { BODY_TOO_LARGE } from "./body-limit.js";
 import type { ExchangeHooks, ExchangeResult, HeadWriter, PlainRequest } from "./exchange-types.js";
 import { backoffMs } from "./retry-policy.js";
+import { settlement } from "./settlement.js";
 import type { Upstream } from "./upstream.js";
 import { RESPONSE_TIMEOUT_CODE, upstreamErrorReason } from "./upstream-errors.js";
 
@@ -49,7 +50,7 @@ export class PlainExchange<C, R extends ResponseTarget> implements ExchangeResul
   current: Attempt | null = null;
   private backoff: NodeJS.Timeout | null = null;
   private deadline: NodeJS.Timeout | null = null;
-  private resolve: ((r: ExchangeResult) => void) | null = null;
+  resolve: ((r: ExchangeResult) => void) | null = null;
 
   constructor(
     private readonly upstream: Upstream,
@@ -64,7 +65,7 @@ export class PlainExchange<C, R extends ResponseTarget> implements ExchangeResul
   }
 
   start(): Promise<ExchangeResult> {
-    const done = new Promise<ExchangeResult>((resolve) => (this.resolve = resolve));
+    const done = settlement<ExchangeResult>(this);
     const headers = this.request.headers;
     // undici frames the body itself and refuses the field.
     if (headers["transfer-encoding"] !== undefined) delete headers["transfer-encoding"];

@@ -40,7 +40,7 @@ export const CUT = "cut" as const;
 /** What is left to write after an exchange: nothing, a gateway response, or {@link CUT}. */
 export type ProxyAnswer = GatewayResponse | typeof CUT | null;
 
-const NOTHING: Promise<ProxyAnswer> = Promise.resolve(null);
+const NOTHING: Promise<ExchangeResult | null> = Promise.resolve(null);
 
 /** The catalogue code of an upstream failure: 504 for a timeout, else 502 (SPEC §2). */
 export function upstreamErrorCode(reason: UpstreamErrorReason): ErrorCode {
@@ -58,7 +58,7 @@ export class ProxyStep implements ExchangeHooks<RequestScope> {
    * Proxies a plain request and streams the answer into `res`.
    * @param body - the client's request (its body streams upstream when `hasBody`)
    * @param writer - the transport, which writes the decorated head on `res`
-   * @returns what is still to be written once the exchange ended
+   * @returns how the exchange ended (null: nothing was sent); {@link answer} says what is left
    */
   plain<R extends ResponseTarget>(
     scope: RequestScope,
@@ -67,7 +67,7 @@ export class ProxyStep implements ExchangeHooks<RequestScope> {
     hasBody: boolean,
     res: R,
     writer: HeadWriter<R>,
-  ): Promise<ProxyAnswer> {
+  ): Promise<ExchangeResult | null> {
     // The client went away while the core authenticated and counted the call (a reset stream, a
     // closed connection): nothing is sent upstream for it.
     if (scope.finished) return NOTHING;
@@ -99,7 +99,7 @@ export class ProxyStep implements ExchangeHooks<RequestScope> {
     length: number,
     res: R,
     writer: HeadWriter<R>,
-  ): Promise<ProxyAnswer> {
+  ): Promise<ExchangeResult | null> {
     const replay = await readWhole(body, length);
     if (replay === null) return null;
     return this.send(scope, outcome, body, null, replay, scope.route!.retry, res, writer);
@@ -114,7 +114,7 @@ export class ProxyStep implements ExchangeHooks<RequestScope> {
     retry: RetryPolicy | null,
     res: R,
     writer: HeadWriter<R>,
-  ): Promise<ProxyAnswer> {
+  ): Promise<ExchangeResult> {
     scope.upstreamStartMs = performance.now();
     const request: PlainRequest = {
       method: scope.method,
@@ -127,12 +127,8 @@ export class ProxyStep implements ExchangeHooks<RequestScope> {
       timeoutMs: scope.route!.timeoutMs,
       hashKey: outcome.hashKey,
     };
-    return exchange(outcome.upstream, request, res, scope, this, writer, scope.trace).then(this.answerOf);
+    return exchange(outcome.upstream, request, res, scope, this, writer, scope.trace);
   }
-
-  /** Maps an exchange's end for its scope (bound once: no closure per request). */
-  private readonly answerOf = (result: ExchangeResult): ProxyAnswer =>
-    this.answer(result.context as RequestScope, result);
 
   /**
    * Proxies a WebSocket handshake (`req.url` is set to the path to send here); resolves once the
@@ -160,7 +156,7 @@ export class ProxyStep implements ExchangeHooks<RequestScope> {
 
   /** {@link ExchangeHooks}: the 502/504 on the raw socket, now. */
   handshakeFailed(scope: RequestScope, socket: Socket, result: ExchangeResult): void {
-    const answer = this.answer(scope, result);
+    const answer = this.answer(result);
     if (answer === null || answer === CUT) return;
     socket.end(serializeResponse(answer));
     scope.finish(answer.status, performance.now());
@@ -185,8 +181,14 @@ export class ProxyStep implements ExchangeHooks<RequestScope> {
     addGatewayFields(headers, scope, this.clock.nowMs(), true);
   }
 
-  /** The one mapping of an exchange's end to what is still to be written. */
-  private answer(scope: RequestScope, result: ExchangeResult): ProxyAnswer {
+  /**
+   * The one mapping of an exchange's end to what is still to be written: nothing, the catalogue's
+   * 502/504/413, or {@link CUT}.
+   * @param result - how the exchange ended, or null when nothing was sent
+   */
+  answer(result: ExchangeResult | null): ProxyAnswer {
+    if (result === null) return null;
+    const scope = result.context as RequestScope;
     if (result.failure === null && !result.bodyTooLarge) return null;
     const code = result.failure === null ? "payload_too_large" : upstreamErrorCode(result.failure);
     if (!result.responseStarted) return errorResponse(scope, code, this.clock.nowMs());

@@ -92,7 +92,8 @@ export abstract class Writer<Res extends ResponseTarget> implements HeadWriter<R
       case "preflight":
         return this.send(res, preflightResponse(scope, now));
       case "proxy": {
-        const answer = await this.d.pipeline.proxy.plain(scope, outcome, req, hasBody, res, this);
+        const proxy = this.d.pipeline.proxy;
+        const answer = proxy.answer(await proxy.plain(scope, outcome, req, hasBody, res, this));
         if (answer === CUT) res.destroy();
         else if (answer !== null) this.send(res, answer);
       }

@@ -105,14 +105,17 @@ export class Pipeline {
     if (route === null) return this.statusEndpoint(scope, policy, info, plan);
 
     const upstream = rt.upstreams.get(route.upstream)!;
-    // SPEC §17 circuit breaking, before the limiter: an overloaded upstream costs no budget.
-    if (upstream.maxInFlight !== 0) {
-      if (!upstream.admit()) {
-        upstream.overloaded("default");
+    // SPEC §17 circuit breaking and §18 load shedding, before the limiter: a refused call costs no
+    // budget.
+    const admission = upstream.admission;
+    if (admission !== null) {
+      const admitted = admission.admit(admission.priorityOf(policy.plan));
+      if (admitted === "shed") {
         await this.decisions.peek(scope, policy, identity.key);
         return errorOutcome("upstream_overloaded");
       }
-      scope.admitted = upstream;
+      if (admitted === "shadow") scope.shed = "shadow";
+      scope.admitted = admission;
     }
     const decision = await this.decisions.consume(scope, policy, identity.key);
     if (decision === null) return errorOutcome("ratelimit_unavailable");

@@ -176,6 +176,7 @@ export class ProxyStep implements ExchangeHooks<RequestScope> {
   upstreamHead(scope: RequestScope, headers: HeaderMap, _endpoint: Endpoint, upgraded: boolean): void {
     scope.upstreamMs = performance.now() - scope.upstreamStartMs;
     this.hot.upstream(scope.route!.upstream, scope.upstreamMs / 1000);
+    if (scope.admitted !== null) scope.admitted.sample(scope.upstreamMs);
     stripHopByHop(headers, upgraded);
     if (headers["transfer-encoding"] !== undefined) delete headers["transfer-encoding"];
     addGatewayFields(headers, scope, this.clock.nowMs(), true);

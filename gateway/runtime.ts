@@ -17,7 +17,7 @@ import type { Clock } from "./clock.js";
 import { CorsPolicy } from "./cors.js";
 import type { GatewayConfig } from "./config/schema.js";
 import type { GatewayMetrics } from "./observability/metrics.js";
-import type { EndpointAvailability } from "./observability/upstream-metrics.js";
+import type { EndpointAvailability, UpstreamLoad } from "./observability/upstream-metrics.js";
 import { httpCallSpan } from "./observability/tracing/request-trace.js";
 import { tracingSettings } from "./observability/tracing/settings.js";
 import { metricOutcomes } from "./observability/tracing/span-accounting.js";
@@ -142,7 +142,9 @@ export function buildRuntime(config: GatewayConfig, deps: RuntimeDeps, previous?
   const upstreams = new Map<string, Upstream>();
   const upstreamDeps = { metrics: deps.metrics, logger: deps.logger, nowMs: monotonicMs };
   for (const [name, u] of Object.entries(config.upstreams)) {
-    upstreams.set(name, reused.get(name) ?? new Upstream(name, u, tls.get(name)!, upstreamDeps));
+    const upstream = reused.get(name) ?? new Upstream(name, u, tls.get(name)!, upstreamDeps);
+    upstream.admission?.configure(config.load_shedding);
+    upstreams.set(name, upstream);
   }
   return {
     config,
@@ -176,6 +178,13 @@ export async function releaseRuntime(old: Runtime, next?: Runtime): Promise<void
   if (next?.limiter !== old.limiter) await old.limiter.limiter.close();
   // Flushes the spans still queued (bounded: a dead collector does not hold the shutdown).
   if (old.tracing !== null && next?.tracing !== old.tracing) await old.tracing.shutdown();
+}
+
+/** Every upstream's concurrency limit and tries in flight, as the SPEC §18 gauges read them. */
+export function* upstreamLoads(rt: Runtime): Iterable<UpstreamLoad> {
+  for (const [upstream, u] of rt.upstreams) {
+    yield { upstream, limit: u.admission === null ? null : u.admission.limit, inFlight: u.inFlight() };
+  }
 }
 
 /** Every endpoint's availability, for `gateway_upstream_endpoint_available`. */

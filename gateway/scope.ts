@@ -68,8 +68,13 @@ export class RequestScope {
    * the access line, made once per endpoint), or null.
    */
   endpoint: { readonly name: string; readonly json: string } | null = null;
-  /** The upstream whose `max_in_flight` admitted this call, released when it finishes; or null. */
-  admitted: { release(): void } | null = null;
+  /**
+   * The admission (SPEC §17, §18) that let this call in, released when it finishes and fed its
+   * upstream latency (ms); or null.
+   */
+  admitted: { release(): void; sample(latencyMs: number): void } | null = null;
+  /** SPEC §18: `"shadow"` for a call shadow mode would have shed (the access line's `shed`), else null. */
+  shed: "shadow" | null = null;
   /** Upstream tries made (SPEC §17: 1 without retries), or 0 when never proxied. */
   attempts = 0;
   /** The request's spans while tracing is on (SPEC §13), else null: nothing is allocated. */

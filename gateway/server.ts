@@ -22,7 +22,7 @@ import { Pipeline } from "./pipeline.js";
 import type { GatewayConfig } from "./config/schema.js";
 import { HealthChecker, type HealthReport } from "./proxy/health-checker.js";
 import type { UpstreamSnapshot } from "./proxy/upstream.js";
-import { buildRuntime, endpointStates, releaseRuntime, type Runtime } from "./runtime.js";
+import { buildRuntime, endpointStates, upstreamLoads, releaseRuntime, type Runtime } from "./runtime.js";
 import { createApiListener } from "./transport/api-listener.js";
 import { Http1Transport } from "./transport/http1.js";
 import { Http2Transport } from "./transport/http2.js";
@@ -123,6 +123,7 @@ export function createGateway(loaded: LoadedConfig, options: GatewayOptions = {}
   const tls = serverTls(config, loaded.baseDir);
   let runtime = buildRuntime(config, deps);
   metrics.pool.states.current = () => endpointStates(runtime);
+  metrics.pool.states.loads = () => upstreamLoads(runtime);
   const applyHealth = (reports: readonly HealthReport[]): void => {
     for (const r of reports) runtime.upstreams.get(r.upstream)?.setHealthy(r.endpoint, r.healthy);
   };

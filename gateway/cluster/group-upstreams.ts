@@ -86,6 +86,11 @@ export class GroupUpstreams {
       for (const [name, u] of Object.entries(a.upstreams)) {
         const base = out[name];
         if (base === undefined) continue;
+        // SPEC §18's limits are per process: the group's is their sum, as its calls in flight.
+        base.in_flight += u.in_flight;
+        if (base.concurrency_limit !== null && u.concurrency_limit !== null) {
+          base.concurrency_limit += u.concurrency_limit;
+        }
         u.endpoints.forEach((e, i) => {
           const b = base.endpoints[i];
           if (b === undefined || b.endpoint !== e.endpoint) return;

@@ -13,6 +13,7 @@ import { nonNegativeInt, port, positiveInt } from "./primitives.js";
 import { rateLimitsSchema } from "./rate-limits-schema.js";
 import { routeSchema } from "./route-schema.js";
 import { reloadSchema } from "./reload-schema.js";
+import { loadSheddingSchema, sheddingProblems } from "./shedding-schema.js";
 import { listenTlsSchema } from "./tls-schema.js";
 import { tracingSchema } from "./tracing-schema.js";
 import { upstreamProblems, upstreamSchema } from "./upstream-schema.js";
@@ -62,6 +63,9 @@ export const gatewayConfigSchema = z
     cors: corsSchema
       .optional()
       .describe("CORS for browser clients (SPEC §14); without it OPTIONS is an ordinary request."),
+    load_shedding: loadSheddingSchema
+      .optional()
+      .describe("Priorities by plan and their shares of each upstream's limit (SPEC §18); none without it."),
     headers: z
       .strictObject({
         ietf: z.boolean().default(false).describe("Add RateLimit-Policy and RateLimit (IETF draft -10)."),
@@ -98,6 +102,9 @@ export const gatewayConfigSchema = z
           message: "`cert_file` and `key_file` go together",
         });
       }
+    }
+    for (const p of sheddingProblems(cfg.load_shedding, Object.keys(cfg.rate_limits.plans), cfg.upstreams)) {
+      ctx.addIssue({ code: "custom", path: p.path, message: p.message });
     }
     cfg.routes.forEach((route, i) => {
       if (!Object.hasOwn(cfg.upstreams, route.upstream)) {

@@ -5,6 +5,7 @@
  */
 import { z } from "zod";
 import { httpUrl, nonNegativeInt, positiveInt } from "./primitives.js";
+import { adaptiveConcurrencySchema } from "./shedding-schema.js";
 
 const endpointSchema = z.strictObject({
   url: httpUrl.describe(
@@ -80,6 +81,11 @@ export const upstreamSchema = z.strictObject({
     .optional()
     .describe(
       "Calls in flight to this upstream per process; above it 503 upstream_overloaded (circuit breaking).",
+    ),
+  adaptive_concurrency: adaptiveConcurrencySchema
+    .optional()
+    .describe(
+      "A concurrency limit found from the upstream's latency (SPEC §18), per process; none without it.",
     ),
   retry_budget: z
     .strictObject({

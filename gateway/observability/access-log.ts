@@ -109,6 +109,7 @@ export class AccessLog implements FinishObserver {
     if (trace !== null) line += `,"traceId":"${trace.traceId}","spanId":"${trace.spanId}"`;
     if (scope.errorCode !== null) line += `,"error":"${scope.errorCode}"`;
     if (status === 499) line += `,"aborted":true`;
+    if (scope.shed !== null) line += `,"shed":"${scope.shed}"`;
     this.pending += line + `,"msg":"request"}\n`;
     if (this.pending.length >= CHUNK_CHARS) this.flush();
   }

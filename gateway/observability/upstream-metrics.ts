@@ -1,6 +1,7 @@
 /**
  * The metric families of upstream pools (SPEC §16, §17): endpoint availability, calls per endpoint,
- * health-check probes, ejections, panic routing, retries and calls refused by `max_in_flight`. Label values are configuration names
+ * health-check probes, ejections, panic routing, retries, calls refused by `max_in_flight` or shed
+ * (SPEC §18), and each upstream's concurrency limit and calls in flight. Label values are configuration names
  * (upstream) and endpoints as configured (`host:port`), never request data.
  */
 import { Counter, Gauge, type Registry } from "prom-client";
@@ -13,10 +14,21 @@ export interface EndpointAvailability {
   readonly available: boolean;
 }
 
-/** Where the availability gauge reads the endpoints of the configuration in force. */
+/** One upstream's load as the SPEC §18 gauges read it when collected. */
+export interface UpstreamLoad {
+  readonly upstream: string;
+  /** The effective concurrency limit, or null without one (no series). */
+  readonly limit: number | null;
+  /** Tries in flight, summed over the endpoints. */
+  readonly inFlight: number;
+}
+
+/** Where the gauges read the upstreams of the configuration in force. */
 export interface EndpointStates {
   /** Every endpoint of every upstream, or none before a configuration is built. */
   current: () => Iterable<EndpointAvailability>;
+  /** Every upstream's limit and in-flight count, or none before a configuration is built. */
+  loads: () => Iterable<UpstreamLoad>;
 }
 
 /** `gateway_upstream_health_checks_total` result label. */
@@ -41,6 +53,8 @@ export interface UpstreamPoolMetrics {
   panic: Counter<"upstream">;
   retries: Counter<"upstream" | "result">;
   overloaded: Counter<"upstream" | "priority">;
+  concurrencyLimit: Gauge<"upstream">;
+  inFlight: Gauge<"upstream">;
   /** Set by the gateway once its configuration is built. */
   states: EndpointStates;
 }
@@ -48,7 +62,7 @@ export interface UpstreamPoolMetrics {
 /** Creates and registers the upstream pool families on `registry`. */
 export function createUpstreamPoolMetrics(registry: Registry): UpstreamPoolMetrics {
   const registers = [registry];
-  const states: EndpointStates = { current: () => [] };
+  const states: EndpointStates = { current: () => [], loads: () => [] };
   return {
     endpointRequests: new HotCounter({
       name: "gateway_upstream_endpoint_requests_total",
@@ -92,6 +106,26 @@ export function createUpstreamPoolMetrics(registry: Registry): UpstreamPoolMetri
       help: "Calls answered 503 upstream_overloaded before the limiter, by upstream and caller priority.",
       labelNames: ["upstream", "priority"],
       registers,
+    }),
+    concurrencyLimit: new Gauge({
+      name: "gateway_upstream_concurrency_limit",
+      help: "The upstream's concurrency limit per process: max_in_flight, the adaptive limit, or the smaller.",
+      labelNames: ["upstream"],
+      registers,
+      collect() {
+        this.reset();
+        for (const l of states.loads()) if (l.limit !== null) this.set({ upstream: l.upstream }, l.limit);
+      },
+    }),
+    inFlight: new Gauge({
+      name: "gateway_upstream_in_flight",
+      help: "Calls in flight to the upstream from this process (tries, summed over its endpoints).",
+      labelNames: ["upstream"],
+      registers,
+      collect() {
+        this.reset();
+        for (const l of states.loads()) this.set({ upstream: l.upstream }, l.inFlight);
+      },
     }),
     states,
   };

@@ -9,6 +9,7 @@ import { endpointName, endpointsOf } from "../config/upstream-schema.js";
 import type { UpstreamErrorReason } from "../observability/metrics.js";
 import type { UpstreamPoolMetrics } from "../observability/upstream-metrics.js";
 import type { Counter } from "prom-client";
+import { Admission } from "./admission.js";
 import { createBalancer, type Balancer } from "./balancing/balancer.js";
 import { OutlierDetector } from "./balancing/outlier-detector.js";
 import { Endpoint } from "./endpoint.js";
@@ -41,6 +42,10 @@ export interface EndpointSnapshot {
 /** One upstream in `GET /upstreams`. */
 export interface UpstreamSnapshot {
   balancer: string;
+  /** SPEC §18: the effective concurrency limit, or null without one. */
+  concurrency_limit: number | null;
+  /** SPEC §18: tries in flight, summed over the endpoints. */
+  in_flight: number;
   endpoints: EndpointSnapshot[];
 }
 
@@ -60,10 +65,11 @@ export class Upstream {
   /** Endpoints ejected now (their return is checked on pick only while there are some). */
   private ejectedCount = 0;
   private readonly panics: ReturnType<Counter<"upstream">["labels"]>;
-  /** `max_in_flight` (SPEC §17), or 0 for no limit. */
-  readonly maxInFlight: number;
-  /** Calls admitted under `max_in_flight` and not finished (only counted with a limit). */
-  calls = 0;
+  /**
+   * Admission under `max_in_flight` (SPEC §17) and `adaptive_concurrency` (SPEC §18), or null
+   * when the upstream has neither: then the request path does nothing more than check for null.
+   */
+  readonly admission: Admission | null;
   /** Tries in flight, each retry from the moment it is decided (the retry budget's base). */
   triesInFlight = 0;
   /** Retries in flight, from their decision (backoff included) to their end. */
@@ -106,32 +112,15 @@ export class Upstream {
           )
         : null;
     this.panics = pool.panic.labels({ upstream: name });
-    this.maxInFlight = cfg.max_in_flight ?? 0;
+    const maxInFlight = cfg.max_in_flight ?? 0;
+    this.admission =
+      maxInFlight === 0 && cfg.adaptive_concurrency === undefined
+        ? null
+        : new Admission(name, maxInFlight, cfg.adaptive_concurrency, deps.nowMs, pool.overloaded);
     this.budgetRatio = cfg.retry_budget.ratio;
     this.budgetMinRetries = cfg.retry_budget.min_retries;
     this.retried = pool.retries.labels({ upstream: name, result: "retried" });
     this.budgetExhausted = pool.retries.labels({ upstream: name, result: "budget_exhausted" });
-  }
-
-  /**
-   * Admits one call under `max_in_flight` (SPEC §17 circuit breaking); the caller releases it when
-   * the call ends. Always true without a limit.
-   */
-  admit(): boolean {
-    if (this.maxInFlight === 0) return true;
-    if (this.calls >= this.maxInFlight) return false;
-    this.calls++;
-    return true;
-  }
-
-  /** A call refused by `max_in_flight` (or, SPEC §18, shed), by the caller's priority. */
-  overloaded(priority: string): void {
-    this.deps.metrics.pool.overloaded.inc({ upstream: this.name, priority });
-  }
-
-  /** The end of a call {@link admit} let in. */
-  release(): void {
-    if (this.maxInFlight !== 0) this.calls--;
   }
 
   /**
@@ -222,6 +211,8 @@ export class Upstream {
     this.refreshEjections();
     return {
       balancer: this.balancerKind,
+      concurrency_limit: this.admission === null ? null : this.admission.limit,
+      in_flight: this.inFlight(),
       endpoints: this.endpoints.map((e) => ({
         endpoint: e.name,
         url: e.url,
@@ -231,6 +222,13 @@ export class Upstream {
         in_flight: e.inFlight,
       })),
     };
+  }
+
+  /** Tries in flight to this upstream, summed over its endpoints. */
+  inFlight(): number {
+    let n = 0;
+    for (const e of this.endpoints) n += e.inFlight;
+    return n;
   }
 
   /** Closes every endpoint's connections. */

@@ -19,6 +19,7 @@ import { fileURLToPath } from "node:url";
 import { Registry } from "prom-client";
 import { afterAll, beforeAll, describe, expect, it, type TestContext } from "vitest";
 import { parse, stringify } from "yaml";
+import { PRIORITIES, type Priority } from "../../gateway/config/shedding-schema.js";
 import {
   createMetrics,
   type AuthResult,
@@ -150,6 +151,15 @@ function ruleTests(): unknown {
             series: sel("gateway_requests_total", { job: "quiet", route: "/v1", class: "read", code: "500" }),
             values: "0+1x30",
           },
+          // Critical calls shed from minute 10; sheddable ones all along (the feature working).
+          {
+            series: sel("gateway_upstream_overloaded_total", { upstream: "docs", priority: "critical" }),
+            values: "0x9 0+5x20",
+          },
+          {
+            series: sel("gateway_upstream_overloaded_total", { upstream: "docs", priority: "sheddable" }),
+            values: "0+100x30",
+          },
           // The store fails from minute 5.
           { series: sel("gateway_ratelimit_store_degraded", {}), values: "0x4 1x25" },
           {
@@ -247,6 +257,12 @@ function ruleTests(): unknown {
             alertname: "GatewayPlanClaimUnknown",
             exp_alerts: [{ exp_labels: { severity: "warning", job: "gateway" } }],
           },
+          { eval_time: "12m", alertname: "GatewayCriticalTrafficShed", exp_alerts: [] },
+          {
+            eval_time: "20m",
+            alertname: "GatewayCriticalTrafficShed",
+            exp_alerts: [{ exp_labels: { severity: "critical", job: "gateway", upstream: "docs" } }],
+          },
           // The burst's rate has been above 0 for 5 minutes, the queue's for 3: both only pending.
           { eval_time: "9m", alertname: "GatewayTracingSpansDropped", exp_alerts: [] },
           {
@@ -322,6 +338,7 @@ const ENUMERATED: Record<string, Record<string, readonly string[]>> = {
   gateway_upstream_errors_total: {
     reason: ["connect", "timeout", "reset"] satisfies readonly UpstreamErrorReason[],
   },
+  gateway_upstream_overloaded_total: { priority: [...PRIORITIES] satisfies readonly Priority[] },
   gateway_introspection_requests_total: { result: ["active", "inactive", "error"] },
   gateway_jwt_validations_total: {
     result: [

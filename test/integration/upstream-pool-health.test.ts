@@ -211,11 +211,13 @@ describe("outlier detection", () => {
 });
 
 describe("GET /upstreams", () => {
-  it("shows each upstream's balancer and endpoints as SPEC §16 writes them", async () => {
+  it("shows each upstream's balancer and endpoints as SPEC §16 writes them (and §18's limit)", async () => {
     const g = await gatewayWith({ balancer: "least_request" });
     expect(await upstreams(g)).toEqual({
       docs: {
         balancer: "least_request",
+        concurrency_limit: null,
+        in_flight: 0,
         endpoints: endpoints.map((e) => ({
           endpoint: e.name,
           url: e.url,

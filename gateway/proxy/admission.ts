@@ -1,0 +1,110 @@
+/**
+ * Which calls an upstream lets in (SPEC §17 circuit breaking, SPEC §18 load shedding): its
+ * concurrency limit is `max_in_flight`, the adaptive limit, or the smaller of both, and a call of
+ * priority p is admitted only while the calls in flight are below `shares[p]` × that limit
+ * (without a `load_shedding` block every share is 1). Stripe's "concurrent requests limiter" with
+ * its "load shedder" for critical traffic (stripe.com/blog/rate-limiters), per upstream and per
+ * process; the limit's algorithm is {@link AdaptiveLimit}.
+ */
+import type { Counter } from "prom-client";
+import type { AdaptiveConcurrencyConfig, LoadSheddingConfig, Priority } from "../config/shedding-schema.js";
+import { AdaptiveLimit } from "./adaptive-limit.js";
+
+/** What {@link Admission.admit} decided: let in, refused (503), or let in but counted as shed (shadow mode). */
+export type Admitted = "admitted" | "shed" | "shadow";
+
+const WHOLE: Readonly<Record<Priority, number>> = { critical: 1, default: 1, sheddable: 1 };
+const NO_PRIORITIES: ReadonlyMap<string, Priority> = new Map();
+
+/** One upstream's admission: exists only when the upstream has a limit. */
+export class Admission {
+  /** Calls admitted and not finished (SPEC §17 "calls in flight"). */
+  calls = 0;
+  /** The adaptive limit, or null without `adaptive_concurrency`. */
+  readonly adaptive: AdaptiveLimit | null;
+  private readonly maxInFlight: number;
+  private readonly shadow: boolean;
+  private shares: Readonly<Record<Priority, number>> = WHOLE;
+  private priorities: ReadonlyMap<string, Priority> = NO_PRIORITIES;
+  private readonly overloaded: Readonly<Record<Priority, { inc(): void }>>;
+
+  /**
+   * @param maxInFlight - `max_in_flight`, or 0 for none
+   * @param adaptive - `adaptive_concurrency`, or undefined for none
+   * @param nowMs - monotonic milliseconds (the adaptive limit's clock)
+   * @param overloaded - `gateway_upstream_overloaded_total`
+   */
+  constructor(
+    upstream: string,
+    maxInFlight: number,
+    adaptive: AdaptiveConcurrencyConfig | undefined,
+    nowMs: () => number,
+    overloaded: Counter<"upstream" | "priority">,
+  ) {
+    this.maxInFlight = maxInFlight;
+    this.adaptive =
+      adaptive === undefined
+        ? null
+        : new AdaptiveLimit({ minLimit: adaptive.min_limit, maxLimit: adaptive.max_limit, nowMs });
+    this.shadow = adaptive?.mode === "shadow";
+    const child = (priority: Priority) => overloaded.labels({ upstream, priority });
+    this.overloaded = {
+      critical: child("critical"),
+      default: child("default"),
+      sheddable: child("sheddable"),
+    };
+  }
+
+  /** Applies a configuration's `load_shedding` block (or its absence: every share 1). */
+  configure(shedding: LoadSheddingConfig | undefined): void {
+    this.shares = shedding?.shares ?? WHOLE;
+    this.priorities = new Map(Object.entries(shedding?.priorities ?? {}));
+  }
+
+  /** A caller's priority: its plan's, `default` without a plan or for an unlisted one. */
+  priorityOf(plan: string | null): Priority {
+    return (plan === null ? undefined : this.priorities.get(plan)) ?? "default";
+  }
+
+  /** The concurrency limit: `max_in_flight`, the adaptive limit, or the smaller of both (calls). */
+  get limit(): number {
+    const a = this.adaptive;
+    if (a === null) return this.maxInFlight;
+    return this.maxInFlight === 0 ? a.limit : Math.min(this.maxInFlight, a.limit);
+  }
+
+  /**
+   * Admits one call of `priority`, or refuses it (counted in `overloaded_total`). In shadow mode
+   * only `max_in_flight` refuses; a call the adaptive limit would have shed is admitted, counted,
+   * and reported as `"shadow"`. An admitted call is in flight until {@link release}.
+   */
+  admit(priority: Priority): Admitted {
+    const share = this.shares[priority];
+    const calls = this.calls;
+    if (this.shadow) {
+      if (this.maxInFlight !== 0 && calls >= share * this.maxInFlight) return this.refuse(priority);
+      this.calls++;
+      if (calls < share * this.limit) return "admitted";
+      this.overloaded[priority].inc();
+      return "shadow";
+    }
+    if (calls >= share * this.limit) return this.refuse(priority);
+    this.calls++;
+    return "admitted";
+  }
+
+  /** The end of a call {@link admit} let in. */
+  release(): void {
+    this.calls--;
+  }
+
+  /** One call's time to the upstream's response head (ms): the adaptive limit's sample. */
+  sample(latencyMs: number): void {
+    this.adaptive?.sample(latencyMs, this.calls);
+  }
+
+  private refuse(priority: Priority): "shed" {
+    this.overloaded[priority].inc();
+    return "shed";
+  }
+}

@@ -133,7 +133,7 @@ export function createGateway(loaded: LoadedConfig, options: GatewayOptions = {}
       : new HealthChecker(
           c,
           { checks: metrics.pool.healthChecks, logger, baseDir, onChange: (r) => applyHealth([r]) },
-          (u, e) => known?.states().find((r) => r.upstream === u && r.endpoint === e)?.healthy ?? true,
+          known?.states(),
         );
   let probes = probesFor(config, loaded.baseDir);
 

@@ -49,7 +49,7 @@ export class GroupUpstreams {
         baseDir: loaded.baseDir,
         onChange: (r) => this.broadcast([r]),
       },
-      (u, e) => known.find((r) => r.upstream === u && r.endpoint === e)?.healthy ?? true,
+      known,
     );
     void this.probes?.stop();
     this.probes = next;

@@ -29,6 +29,8 @@ export class Attempt implements Dispatcher.DispatchHandler {
   controller: Dispatcher.DispatchController | null = null;
   /** Accounted for and given up or finished: undici's later callbacks are ignored. */
   ended = false;
+  /** Its response head arrived (a per-try timeout that fired meanwhile no longer applies). */
+  answered = false;
   timer: NodeJS.Timeout | null = null;
 
   constructor(
@@ -51,6 +53,7 @@ export class Attempt implements Dispatcher.DispatchHandler {
   ): void {
     // 1xx interim responses are not relayed (the transport answers `Expect: 100-continue` itself).
     if (this.ended || statusCode < 200) return;
+    this.answered = true;
     this.exchange.head(this, controller, statusCode, headers as HeaderMap, statusMessage ?? "");
   }
 

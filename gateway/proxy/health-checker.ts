@@ -17,6 +17,7 @@ import type { Logger } from "pino";
 import type { Counter } from "prom-client";
 import type { GatewayConfig } from "../config/schema.js";
 import { endpointName, endpointsOf } from "../config/upstream-schema.js";
+import { afterPendingIo } from "../after-pending-io.js";
 import { HealthState } from "./balancing/health-state.js";
 import { upstreamTls } from "./upstream-tls.js";
 
@@ -51,6 +52,20 @@ interface Target {
   timer: NodeJS.Timeout | null;
 }
 
+/** One probe's timeout: aborted only if its head has not come once pending I/O is read. */
+interface ProbeWatch {
+  readonly abort: AbortController;
+  answered: boolean;
+}
+
+function probeTimerFired(watch: ProbeWatch): void {
+  afterPendingIo(probeTimedOut, watch);
+}
+
+function probeTimedOut(watch: ProbeWatch): void {
+  if (!watch.answered) watch.abort.abort();
+}
+
 /** Probes every endpoint of every upstream that has a `health_check`. */
 export class HealthChecker {
   private readonly targets: Target[] = [];
@@ -59,13 +74,13 @@ export class HealthChecker {
   private stopped = false;
 
   /**
-   * @param initial - the state an endpoint starts in (a reload keeps what was known), default healthy
+   * @param known - what earlier probes found (a reload keeps it); other endpoints start healthy
    * @throws ConfigFileError when an upstream's TLS file cannot be read
    */
   constructor(
     config: GatewayConfig,
     private readonly deps: HealthCheckerDeps,
-    initial: (upstream: string, endpoint: string) => boolean = () => true,
+    known: readonly HealthReport[] = [],
   ) {
     for (const [name, u] of Object.entries(config.upstreams)) {
       const h = u.health_check;
@@ -79,15 +94,16 @@ export class HealthChecker {
           endpoint,
           client: new Client(url.origin, {
             pipelining: 1,
-            headersTimeout: h.timeout_ms,
-            bodyTimeout: h.timeout_ms,
+            // Backstops only: the probe's own timer decides, after pending I/O is read.
+            headersTimeout: 2 * h.timeout_ms,
+            bodyTimeout: 2 * h.timeout_ms,
             connect: { timeout: h.timeout_ms, ...tls },
           }),
           path: url.pathname.replace(/\/+$/, "") + h.path,
           timeoutMs: h.timeout_ms,
           state: new HealthState(
             { healthyThreshold: h.healthy_threshold, unhealthyThreshold: h.unhealthy_threshold },
-            initial(name, endpoint),
+            known.find((r) => r.upstream === name && r.endpoint === endpoint)?.healthy ?? true,
           ),
           offsetMs: 0,
           timer: null,
@@ -138,14 +154,22 @@ export class HealthChecker {
     const startedMs = performance.now();
     let passed = false;
     try {
-      const res = await t.client.request({
-        path: t.path,
-        method: "GET",
-        headers: { "user-agent": "api-gateway-health-check" },
-        signal: AbortSignal.timeout(t.timeoutMs),
-      });
-      await res.body.dump();
-      passed = res.statusCode >= 200 && res.statusCode < 400;
+      // `timeout_ms` until the head, decided after the I/O already arrived is read.
+      const watch: ProbeWatch = { abort: new AbortController(), answered: false };
+      const timer = setTimeout(probeTimerFired, t.timeoutMs, watch);
+      try {
+        const res = await t.client.request({
+          path: t.path,
+          method: "GET",
+          headers: { "user-agent": "api-gateway-health-check" },
+          signal: watch.abort.signal,
+        });
+        watch.answered = true;
+        await res.body.dump();
+        passed = res.statusCode >= 200 && res.statusCode < 400;
+      } finally {
+        clearTimeout(timer);
+      }
     } catch {
       passed = false;
     }

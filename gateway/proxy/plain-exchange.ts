@@ -12,6 +12,7 @@
  * (`upstreams.<name>.timeout_ms`, on a coarse clock: up to about 1 s late) bound a try.
  */
 import type { Dispatcher } from "undici";
+import { afterPendingIo } from "../after-pending-io.js";
 import { Attempt, GIVEN_UP, type AttemptOwner } from "./attempt.js";
 import type { HeaderMap } from "../facts.js";
 import type { UpstreamErrorReason } from "../observability/metrics.js";
@@ -251,7 +252,12 @@ function onDrain(this: Relayed): void {
   this[EXCHANGE]?.current?.controller?.resume();
 }
 
+/** The route's `timeout_ms` fired: decided once the I/O already arrived is read. */
 function onDeadline(exchange: PlainExchange<unknown, ResponseTarget>): void {
+  afterPendingIo(deadlinePassed, exchange);
+}
+
+function deadlinePassed(exchange: PlainExchange<unknown, ResponseTarget>): void {
   exchange.timedOut();
 }
 
@@ -259,10 +265,17 @@ function onBackoff(exchange: PlainExchange<unknown, ResponseTarget>): void {
   exchange.relaunch();
 }
 
-/** A try's own timeout (`per_try_timeout_ms`): it fails as a timeout, which may be retried. */
+/**
+ * A try's own timeout (`per_try_timeout_ms`): it fails as a timeout, which may be retried, unless
+ * its head is among the I/O already arrived (read before deciding).
+ */
 function onTryTimeout(attempt: Attempt): void {
   attempt.timer = null;
-  if (attempt.ended) return;
+  afterPendingIo(tryTimedOut, attempt);
+}
+
+function tryTimedOut(attempt: Attempt): void {
+  if (attempt.ended || attempt.answered) return;
   attempt.exchange.failed(attempt, TRY_TIMED_OUT);
   attempt.controller?.abort(TRY_TIMED_OUT);
 }

@@ -4,6 +4,7 @@
  * Cross-field checks are in {@link upstreamProblems}, reported with the schema's own errors.
  */
 import { z } from "zod";
+import { urlPort } from "../url-port.js";
 import { httpUrl, nonNegativeInt, positiveInt } from "./primitives.js";
 import { adaptiveConcurrencySchema } from "./shedding-schema.js";
 
@@ -148,7 +149,7 @@ export function endpointsOf(u: UpstreamConfig): EndpointConfig[] {
  */
 export function endpointName(url: string): string {
   const u = new URL(url);
-  return `${u.hostname}:${u.port === "" ? (u.protocol === "https:" ? "443" : "80") : u.port}`;
+  return `${u.hostname}:${urlPort(u)}`;
 }
 
 /** A problem of one upstream, with its path below `upstreams.<name>`. */

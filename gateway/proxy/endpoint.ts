@@ -10,6 +10,7 @@ import { Pool } from "undici";
 import type { UpstreamConfig } from "../config/upstream-schema.js";
 import { endpointName } from "../config/upstream-schema.js";
 import type { HotCount } from "../observability/hot-families.js";
+import { urlPort } from "../url-port.js";
 import type { BalancedEndpoint } from "./balancing/balancer.js";
 import type { UpstreamTls } from "./upstream-tls.js";
 import { WebSocketRelay } from "./websocket.js";
@@ -66,7 +67,7 @@ export class Endpoint implements BalancedEndpoint {
     const u = new URL(url);
     this.basePath = u.pathname.replace(/\/+$/, "");
     this.address = u.hostname.replace(/^\[|\]$/g, "");
-    this.port = u.port === "" ? (u.protocol === "https:" ? 443 : 80) : Number(u.port);
+    this.port = urlPort(u);
     this.pool = new Pool(u.origin, {
       connections: cfg.max_sockets,
       pipelining: 1,

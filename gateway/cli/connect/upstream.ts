@@ -8,6 +8,7 @@ import tls from "node:tls";
 import type { GatewayConfig } from "../../config/schema.js";
 import { endpointsOf, type UpstreamConfig } from "../../config/upstream-schema.js";
 import { upstreamTls } from "../../proxy/upstream-tls.js";
+import { urlPort } from "../../url-port.js";
 import { errorText, within, type ProbeResult } from "./probe.js";
 
 /**
@@ -42,7 +43,7 @@ async function endpoint(
 ): Promise<ProbeResult> {
   const u = new URL(url);
   const host = u.hostname.replace(/^\[(.*)\]$/, "$1");
-  const port = u.port !== "" ? Number(u.port) : u.protocol === "https:" ? 443 : 80;
+  const port = urlPort(u);
   const what = `upstream ${name} ${u.origin}`;
   const limit = upstream.connect_timeout_ms;
   let socket: net.Socket | undefined;

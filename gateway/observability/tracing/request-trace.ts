@@ -28,6 +28,7 @@ import {
   ATTR_SERVER_PORT,
 } from "@opentelemetry/semantic-conventions";
 import type { HeaderMap } from "../../facts.js";
+import { urlPort } from "../../url-port.js";
 
 /**
  * A child span a component asks for around its network calls: an authenticator's
@@ -50,7 +51,7 @@ export function httpCallSpan(name: string, url: string): ChildSpanSpec {
     name,
     attributes: Object.freeze({
       [ATTR_SERVER_ADDRESS]: u.hostname.replace(/^\[|\]$/g, ""),
-      [ATTR_SERVER_PORT]: u.port === "" ? (u.protocol === "https:" ? 443 : 80) : Number(u.port),
+      [ATTR_SERVER_PORT]: urlPort(u),
     }),
   });
 }

@@ -31,8 +31,6 @@ export interface EndpointStates {
   loads: () => Iterable<UpstreamLoad>;
 }
 
-/** `gateway_upstream_health_checks_total` result label. */
-export type HealthCheckResult = "pass" | "fail";
 
 /** The probes' counter: a gateway's, or with workers the primary's (it alone probes). */
 export function createHealthCheckMetric(registry: Registry): Counter<"upstream" | "endpoint" | "result"> {

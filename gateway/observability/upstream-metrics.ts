@@ -31,7 +31,6 @@ export interface EndpointStates {
   loads: () => Iterable<UpstreamLoad>;
 }
 
-
 /** The probes' counter: a gateway's, or with workers the primary's (it alone probes). */
 export function createHealthCheckMetric(registry: Registry): Counter<"upstream" | "endpoint" | "result"> {
   return new Counter({

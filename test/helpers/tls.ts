@@ -110,3 +110,14 @@ export function createPki(): TestPki {
     remove: () => rmSync(dir, { recursive: true, force: true }),
   };
 }
+
+/** A `listen` block for a TLS (h2 + http/1.1) API listener on 127.0.0.1:0 with `pki`'s server certificate. */
+export function tlsListen(pki: TestPki, extra: Record<string, unknown> = {}): Record<string, unknown> {
+  return {
+    host: "127.0.0.1",
+    port: 0,
+    grace_ms: 1000,
+    tls: { cert_file: pki.serverCertFile, key_file: pki.serverKeyFile },
+    ...extra,
+  };
+}

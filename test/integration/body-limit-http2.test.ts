@@ -8,7 +8,7 @@ import { startGateway, testConfig, type TestGateway } from "../helpers/gateway.j
 import { h2connect, h2request } from "../helpers/h2.js";
 import { closeServer, listen } from "../helpers/http.js";
 import { waitFor } from "../helpers/redis-server.js";
-import { createPki, type TestPki } from "../helpers/tls.js";
+import { createPki, tlsListen, type TestPki } from "../helpers/tls.js";
 
 const AUTH = { authorization: "Bearer valid-token" };
 let pki: TestPki;
@@ -30,13 +30,7 @@ beforeAll(async () => {
   });
   gw = await startGateway(
     testConfig(upstream.url, {
-      listen: {
-        host: "127.0.0.1",
-        port: 0,
-        grace_ms: 1000,
-        max_body_bytes: 1000,
-        tls: { cert_file: pki.serverCertFile, key_file: pki.serverKeyFile },
-      },
+      listen: tlsListen(pki, { max_body_bytes: 1000 }),
     }),
   );
   origin = `https://localhost:${gw.apiPort}`;

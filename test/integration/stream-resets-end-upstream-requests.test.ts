@@ -17,7 +17,7 @@ import { h2connect, h2request } from "../helpers/h2.js";
 import { closeServer, listen } from "../helpers/http.js";
 import { scrape } from "../helpers/prom.js";
 import { waitFor } from "../helpers/redis-server.js";
-import { createPki, type TestPki } from "../helpers/tls.js";
+import { createPki, tlsListen, type TestPki } from "../helpers/tls.js";
 
 const AUTH = { authorization: "Bearer valid-token" };
 let pki: TestPki;
@@ -44,12 +44,7 @@ beforeAll(async () => {
   });
   gw = await startGateway(
     testConfig(upstream.url, {
-      listen: {
-        host: "127.0.0.1",
-        port: 0,
-        grace_ms: 1000,
-        tls: { cert_file: pki.serverCertFile, key_file: pki.serverKeyFile },
-      },
+      listen: tlsListen(pki),
       // The defaults: one connection holds at most http2_max_streams (100) of max_sockets (256).
       upstreams: { docs: { url: upstream.url, timeout_ms: 30_000 } },
       rate_limits: {
@@ -113,13 +108,14 @@ describe("client resets", () => {
     // Idle, the slowest answer takes tens of ms; 2.5 s leaves room for a loaded machine. A starved
     // pool answers nothing until the held requests time out (30 s here).
     expect(slowest).toBeLessThan(2500);
-    // Nothing forwarded for the flood is still counted in flight.
+    // Nothing forwarded for the flood stays open or counted in flight. (The gateway may still be
+    // reading the flood's last frames: a stream whose reset it has not read yet can be forwarded,
+    // then aborted when the reset is read.)
     await waitFor(
-      "the gateway's count to follow",
-      async () => gw.gateway.upstreams().docs!.endpoints[0]!.in_flight === 0,
+      "nothing open upstream, nothing counted in flight",
+      async () => open === 0 && gw.gateway.upstreams().docs!.endpoints[0]!.in_flight === 0,
       3000,
     );
-    expect(open).toBe(0);
     // A reset stream is logged and counted as the client's abort (499), never as a 200.
     const m = await scrape(gw.adminUrl);
     expect(m.value("gateway_requests_total", { route: "/v1", class: "read", code: "499" })).toBeGreaterThan(

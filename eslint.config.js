@@ -17,7 +17,7 @@ export default tseslint.config(
     },
   },
   {
-    files: ["test/**/*.ts", "gateway/demo.ts", "gateway/main.ts", "gateway/cli/*.ts"],
+    files: ["test/**/*.ts", "gateway/demo/demo.ts", "gateway/main.ts", "gateway/cli/*.ts"],
     rules: { "no-console": "off" },
   },
 );

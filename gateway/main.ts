@@ -12,7 +12,7 @@ import { parseArgs } from "node:util";
 import { runCheck } from "./cli/check.js";
 import { runStart } from "./cli/start.js";
 import { USAGE } from "./cli/usage.js";
-import { VERSION } from "./version.js";
+import { VERSION } from "./base/version.js";
 
 async function main(argv: string[]): Promise<number> {
   let parsed;

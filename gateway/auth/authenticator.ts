@@ -16,7 +16,7 @@ import {
   type RequestTrace,
 } from "../observability/tracing/request-trace.js";
 import type { TokenCache, TokenLookup } from "./token-cache.js";
-import type { TokenInfo } from "./types.js";
+import type { TokenInfo } from "../base/token-info.js";
 
 /** An authentication source with a synchronous warm path. */
 export interface Authenticator {

@@ -6,13 +6,10 @@
  * credentials are parsed as a b64token too.
  */
 
+import type { AuthScheme } from "../config/auth-schema.js";
+
 /** Longest token accepted (characters); longer headers are answered as malformed. */
 export const MAX_TOKEN_LENGTH = 4096;
-
-/** Authorization schemes `auth.schemes` may list. */
-export const AUTH_SCHEMES = ["Bearer", "token"] as const;
-/** One of {@link AUTH_SCHEMES}. */
-export type AuthScheme = (typeof AUTH_SCHEMES)[number];
 
 /** Outcome of parsing: the token, `missing` (no header) or `malformed`. */
 export type BearerParse = { token: string } | "missing" | "malformed";

@@ -6,8 +6,9 @@
  * (`network-guard.ts`) can run before any network call.
  */
 import type { Authenticator } from "./authenticator.js";
-import { CredentialsParser, type AuthScheme } from "./bearer.js";
-import { hashToken, type TokenInfo } from "./types.js";
+import type { AuthScheme } from "../config/auth-schema.js";
+import { CredentialsParser } from "./bearer.js";
+import { hashToken, type TokenInfo } from "../base/token-info.js";
 
 /** Result of {@link AuthenticatorChain.authenticate}. */
 export type AuthOutcome =

@@ -4,12 +4,8 @@
  * {@link IntrospectionUnavailableError} so the token cache can decide between stale and 503.
  */
 import { Pool } from "undici";
-import {
-  IntrospectionUnavailableError,
-  pickClaims,
-  type IntrospectionSource,
-  type TokenInfo,
-} from "./types.js";
+import { pickClaims, type TokenInfo } from "../base/token-info.js";
+import { IntrospectionUnavailableError, type IntrospectionSource } from "./introspection-source.js";
 import type { GatewayMetrics } from "../observability/metrics.js";
 
 /** Milliseconds. */

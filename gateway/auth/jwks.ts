@@ -24,7 +24,7 @@
 import { createLocalJWKSet, errors, type CryptoKey, type FlattenedJWSInput, type JSONWebKeySet } from "jose";
 import type { JWSHeaderParameters, LocalJWKSet } from "jose";
 import type { Logger } from "pino";
-import type { Clock, EpochMs } from "../clock.js";
+import type { Clock, EpochMs } from "../base/clock.js";
 import type { GatewayMetrics } from "../observability/metrics.js";
 import {
   childSpan,

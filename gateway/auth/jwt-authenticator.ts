@@ -18,9 +18,10 @@
  */
 import { LRUCache } from "lru-cache";
 import type { Logger } from "pino";
-import type { Clock, EpochMs } from "../clock.js";
+import type { Clock, EpochMs } from "../base/clock.js";
 import type { JwtConfig } from "../config/schema.js";
-import type { GatewayMetrics, JwtValidationResult } from "../observability/metrics.js";
+import type { GatewayMetrics } from "../observability/metrics.js";
+import type { JwtValidationResult } from "../base/results.js";
 import type { RequestTrace } from "../observability/tracing/request-trace.js";
 import type { Authenticator } from "./authenticator.js";
 import { KeySet } from "./jwks.js";
@@ -28,7 +29,7 @@ import { isJwsCompact } from "./jws-shape.js";
 import { describeRefusal } from "./jwt-refusal.js";
 import { JwtValidator } from "./jwt-validator.js";
 import type { TokenLookup } from "./token-cache.js";
-import { INACTIVE, type TokenInfo } from "./types.js";
+import { INACTIVE, type TokenInfo } from "../base/token-info.js";
 
 /** Options of {@link JwtAuthenticator} (SPEC §11 `auth.jwt`). */
 export interface JwtAuthenticatorOptions {

@@ -6,13 +6,13 @@
  * `gateway_jwt_validations_total`; nothing throws.
  */
 import { errors, jwtVerify, type JWTPayload, type JWTVerifyOptions, type JWTVerifyResult } from "jose";
-import type { Clock } from "../clock.js";
+import type { Clock } from "../base/clock.js";
 import type { JwtConfig } from "../config/schema.js";
-import type { JwtValidationResult } from "../observability/metrics.js";
+import type { JwtValidationResult } from "../base/results.js";
 import type { RequestTrace } from "../observability/tracing/request-trace.js";
 import { KeySetUnavailableError, type KeySet } from "./jwks.js";
 import { JwtCheckFailed } from "./jwt-refusal.js";
-import { pickClaims, type TokenInfo } from "./types.js";
+import { pickClaims, type TokenInfo } from "../base/token-info.js";
 
 /** What one validation (RFC 9068 §4) concluded: token information, or the reason it is refused. */
 export type JwtVerdict =

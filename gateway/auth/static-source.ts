@@ -8,7 +8,8 @@ import { statSync } from "node:fs";
 import path from "node:path";
 import { MessageChannel, receiveMessageOnPort, Worker } from "node:worker_threads";
 import { parseStaticTokens, TokensFileError, type TokensFileProblem } from "./tokens-file.js";
-import { hashToken, INACTIVE, type IntrospectionSource, type TokenInfo } from "./types.js";
+import { hashToken, INACTIVE, type TokenInfo } from "../base/token-info.js";
+import type { IntrospectionSource } from "./introspection-source.js";
 
 /** Files at least this large are parsed in a worker thread (bytes; about 4,000 entries). */
 const WORKER_MIN_BYTES = 256 * 1024;

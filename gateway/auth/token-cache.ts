@@ -8,16 +8,11 @@
  */
 import { LRUCache } from "lru-cache";
 import type { Logger } from "pino";
-import type { Clock, EpochMs } from "../clock.js";
+import type { Clock, EpochMs } from "../base/clock.js";
 import type { TokenCacheConfig } from "../config/schema.js";
 import type { GatewayMetrics } from "../observability/metrics.js";
-import {
-  hashToken,
-  INACTIVE,
-  IntrospectionUnavailableError,
-  type IntrospectionSource,
-  type TokenInfo,
-} from "./types.js";
+import { hashToken, INACTIVE, type TokenInfo } from "../base/token-info.js";
+import { IntrospectionUnavailableError, type IntrospectionSource } from "./introspection-source.js";
 
 /** While serving stale, the source is asked again at most this often per token (ms). */
 const STALE_RETRY_MS = 1_000;

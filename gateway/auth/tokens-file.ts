@@ -6,7 +6,7 @@
 import { readFileSync } from "node:fs";
 import { LineCounter, isMap, isNode, isScalar, parseDocument } from "yaml";
 import { z } from "zod";
-import { hashToken, pickClaims, type TokenInfo } from "./types.js";
+import { hashToken, pickClaims, type TokenInfo } from "../base/token-info.js";
 
 const HASHED_KEY = /^sha256:([0-9a-fA-F]{64})$/;
 

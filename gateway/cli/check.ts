@@ -6,8 +6,9 @@
  * attempt, and any failure makes the exit status 1.
  */
 import { ConfigError, loadConfig, type ConfigProblem, type LoadedConfig } from "../config/load.js";
-import { describeConfig } from "../config/describe.js";
+import { describeConfig } from "./describe-config.js";
 import { formatProbe, probeAll } from "./connect/index.js";
+import { checkFiles } from "../server/config-files.js";
 
 /** Options of {@link runCheck}. */
 export interface CheckOptions {
@@ -27,7 +28,7 @@ export async function runCheck(file: string, options: CheckOptions): Promise<num
   let loaded: LoadedConfig;
   try {
     loaded = loadConfig(file, process.env, {
-      checkFiles: true,
+      checkFiles,
       unsetEnv: options.strict ? "error" : "warn",
       warnings,
     });

@@ -14,8 +14,8 @@ import { runWorker } from "../cluster/worker.js";
 import { ConfigFollower } from "../config/follow.js";
 import { ConfigError, loadConfig, type LoadedConfig } from "../config/load.js";
 import { workerCount } from "../config/workers-schema.js";
-import { ListenError } from "../listen.js";
-import { createGateway, type Gateway, type ReloadTrigger } from "../server.js";
+import { ListenError } from "../server/listen.js";
+import { createGateway, type Gateway, type ReloadTrigger } from "../server/server.js";
 import { captureProcessOutput, startLogger } from "./process-log.js";
 
 /** Exit status of a start without a configuration (a usage error). */

@@ -10,6 +10,7 @@ import { loadConfig, type LoadedConfig } from "../config/load.js";
 import { hashOf } from "../config/named-files.js";
 import type { HealthReport } from "../proxy/health-checker.js";
 import { is, type Member } from "./member.js";
+import { checkFiles } from "../server/config-files.js";
 
 /** Each worker has this long to build a reloaded configuration (tokens file included) (ms). */
 const PREPARE_TIMEOUT_MS = 10_000;
@@ -34,7 +35,7 @@ export async function reloadGroup(
 ): Promise<GroupReload> {
   let next: LoadedConfig;
   try {
-    next = loadConfig(file, process.env, { checkFiles: true });
+    next = loadConfig(file, process.env, { checkFiles });
   } catch (err) {
     return { ok: false, message: (err as Error).message };
   }

@@ -12,9 +12,9 @@
  */
 import { deepFreeze } from "../config/load.js";
 import type { GatewayConfig } from "../config/schema.js";
-import { ListenError } from "../listen.js";
+import { ListenError } from "../server/listen.js";
 import { createLogger } from "../observability/logger.js";
-import { createGateway, type Gateway, type PreparedReload } from "../server.js";
+import { createGateway, type Gateway, type PreparedReload } from "../server/server.js";
 import { isGatewayMessage, type FromWorker, type MetricJson, type ToWorker } from "./messages.js";
 
 /** How often the worker looks at its readiness to report a change (ms). */

@@ -3,9 +3,13 @@
  * beside or instead of one introspection source (RFC 7662 or the static file), each with its cache.
  */
 import { z } from "zod";
-import { AUTH_SCHEMES } from "../auth/bearer.js";
 import { httpUrl, nonNegativeInt, positiveInt } from "./primitives.js";
 import { windowsSchema } from "./rate-limits-schema.js";
+
+/** Authorization schemes `auth.schemes` may list. */
+export const AUTH_SCHEMES = ["Bearer", "token"] as const;
+/** One of {@link AUTH_SCHEMES}. */
+export type AuthScheme = (typeof AUTH_SCHEMES)[number];
 
 /** `auth.introspection.cache` and `auth.static.cache`. */
 const cacheSchema = z.strictObject({

@@ -7,9 +7,8 @@ import { readFileSync } from "node:fs";
 import path from "node:path";
 import { LineCounter, parseDocument, isMap, isNode, isScalar, type Document } from "yaml";
 import type { z } from "zod";
-import { checkFiles } from "./files.js";
 import type { ConfigFinding } from "./finding.js";
-import { closestKey, knownKeysAt } from "./keys.js";
+import { closestKey, knownKeysAt } from "./key-paths.js";
 import { configHash } from "./named-files.js";
 import { interpolate, withLogLevel, type UnsetReference } from "./interpolate.js";
 import { gatewayConfigSchema, type GatewayConfig } from "./schema.js";
@@ -248,15 +247,16 @@ function toProblems(issue: z.core.$ZodIssue, raw: unknown): Found[] {
 /**
  * Reads, interpolates and validates a configuration file.
  * @param file - path to the YAML file
- * @param options.checkFiles - also load and validate the files it names (the static tokens file),
- *   as `gateway check` does (SPEC §9); `start` loads them when it builds its runtime
+ * @param options.checkFiles - also validate the files it names (the static tokens file, TLS files)
+ *   with this check (`server/config-files.ts`), as `gateway check` does (SPEC §9); `start` loads
+ *   them when it builds its runtime
  * @param options.unsetEnv, options.warnings - see {@link ParseOptions}
  * @throws ConfigError (bad content, or the file cannot be read)
  */
 export function loadConfig(
   file: string,
   env: NodeJS.ProcessEnv = process.env,
-  options: { checkFiles?: boolean } & ParseOptions = {},
+  options: { checkFiles?: (config: GatewayConfig, baseDir: string) => ConfigFinding[] } & ParseOptions = {},
 ): LoadedConfig {
   let text: string;
   try {
@@ -265,7 +265,8 @@ export function loadConfig(
     throw new ConfigError(file, [{ path: "", message: `cannot read file: ${(err as Error).message}` }]);
   }
   const baseDir = path.dirname(path.resolve(file));
-  const check = options.checkFiles ? (c: GatewayConfig) => checkFiles(c, baseDir) : undefined;
+  const files = options.checkFiles;
+  const check = files === undefined ? undefined : (c: GatewayConfig) => files(c, baseDir);
   const config = parseConfig(text, file, env, check, options);
   return { config, baseDir, hash: configHash(config, baseDir) };
 }

@@ -4,7 +4,7 @@
  */
 import { METHODS } from "node:http";
 import { z } from "zod";
-import { closestKey } from "./keys.js";
+import { closestKey } from "./key-paths.js";
 
 /** An integer > 0. */
 export const positiveInt = z

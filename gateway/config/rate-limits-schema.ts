@@ -7,7 +7,7 @@
  * paths even when another section of the file has problems too.
  */
 import { z } from "zod";
-import { parseUtcOffset, PERIODS } from "../ratelimit/calendar.js";
+import { parseUtcOffset, PERIODS } from "./calendar-periods.js";
 import { httpMethod, positiveInt } from "./primitives.js";
 
 /** A sliding window (`window_s`, SPEC §4) or a calendar one (`period`, SPEC §19): exactly one. */

@@ -4,7 +4,7 @@
  * Cross-field checks are in {@link upstreamProblems}, reported with the schema's own errors.
  */
 import { z } from "zod";
-import { urlPort } from "../url-port.js";
+import { urlPort } from "../base/url-port.js";
 import { httpUrl, nonNegativeInt, positiveInt } from "./primitives.js";
 import { adaptiveConcurrencySchema } from "./shedding-schema.js";
 

@@ -12,7 +12,7 @@
  * IP (a client's `traceparent` only as the trace id, which the propagator validated as 32 hex digits).
  */
 import pino, { type DestinationStream, type Logger } from "pino";
-import type { FinishObserver, RequestScope } from "../scope.js";
+import type { FinishObserver, RequestScope } from "../core/scope.js";
 
 /** Plain shape of one access line (for tests and log pipelines). */
 export interface AccessLine {

@@ -4,7 +4,8 @@
  * enumerations × status codes).
  */
 import type { HotCount, HotDistribution } from "./hot-families.js";
-import type { AuthResult, DecisionOutcome, GatewayMetrics } from "./metrics.js";
+import type { AuthResult, DecisionOutcome } from "../base/results.js";
+import type { GatewayMetrics } from "./metrics.js";
 
 interface RequestChildren {
   count: HotCount;

@@ -16,39 +16,6 @@ const LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0
 /** Limiter/introspection buckets (s): these calls should be fast. */
 const FAST_BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1, 2.5];
 
-/** `gateway_ratelimit_decisions_total` outcome label. */
-export type DecisionOutcome = "allowed" | "limited" | "shadow_limited" | "degraded";
-/** `gateway_auth_results_total` result label. */
-export type AuthResult =
-  | "valid"
-  | "missing"
-  | "malformed"
-  | "invalid"
-  | "insufficient_scope"
-  | "unavailable"
-  | "limited";
-/** `gateway_token_cache_lookups_total` result label. */
-export type CacheLookup = "hit" | "miss" | "negative" | "stale";
-/** `gateway_jwks_fetches_total` result label. */
-export type JwksFetchResult = "success" | "error";
-/**
- * `gateway_jwt_validations_total` result label (SPEC §11): one per local validation of a JWT access
- * token (RFC 9068), never per cached answer.
- */
-export type JwtValidationResult =
-  | "valid"
-  | "malformed"
-  | "algorithm"
-  | "bad_signature"
-  | "expired"
-  | "claims"
-  | "unknown_key"
-  | "unavailable";
-/** `gateway_upstream_errors_total` reason label. */
-export type UpstreamErrorReason = "connect" | "timeout" | "reset";
-/** `gateway_tracing_spans_dropped_total` reason label (SPEC §13). */
-export type SpanDropReason = "queue_full" | "export_failed";
-
 /** `gateway_config_reloads_total`: a gateway's, or a cluster primary's for its whole group. */
 const CONFIG_RELOADS = {
   name: "gateway_config_reloads_total",

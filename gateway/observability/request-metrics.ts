@@ -2,7 +2,7 @@
  * The request metrics as a finish observer: `gateway_requests_total`,
  * `gateway_request_duration_seconds` and the in-flight gauge (raised by the transport at accept).
  */
-import type { FinishObserver, RequestScope } from "../scope.js";
+import type { FinishObserver, RequestScope } from "../core/scope.js";
 import type { HotMetrics } from "./hot-metrics.js";
 import type { GatewayMetrics } from "./metrics.js";
 

@@ -4,7 +4,7 @@
  * that left) are told apart from the current one's and ignored.
  */
 import type { Dispatcher } from "undici";
-import type { HeaderMap } from "../facts.js";
+import type { HeaderMap } from "../base/request-facts.js";
 import type { Endpoint } from "./endpoint.js";
 
 /** Aborts a try that was given up. */

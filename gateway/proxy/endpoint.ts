@@ -10,7 +10,7 @@ import { Pool } from "undici";
 import type { UpstreamConfig } from "../config/upstream-schema.js";
 import { endpointName } from "../config/upstream-schema.js";
 import type { HotCount } from "../observability/hot-families.js";
-import { urlPort } from "../url-port.js";
+import { urlPort } from "../base/url-port.js";
 import type { BalancedEndpoint } from "./balancing/balancer.js";
 import type { UpstreamTls } from "./upstream-tls.js";
 import { WebSocketRelay } from "./websocket.js";

@@ -5,11 +5,11 @@
  */
 import type { Socket } from "node:net";
 import type { Readable } from "node:stream";
-import type { HeaderMap } from "../facts.js";
-import type { UpstreamErrorReason } from "../observability/metrics.js";
+import type { HeaderMap } from "../base/request-facts.js";
+import type { UpstreamErrorReason } from "../base/results.js";
 import type { ProxyRequest } from "./client-io.js";
 import type { Endpoint } from "./endpoint.js";
-import type { RetryPolicy } from "./retry-policy.js";
+import type { RetryPolicy } from "../config/retry-policy.js";
 
 /** How one exchange ended: plain data for the core. */
 export interface ExchangeResult {

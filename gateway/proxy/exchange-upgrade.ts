@@ -8,8 +8,8 @@
  */
 import type { ClientRequest, IncomingMessage } from "node:http";
 import type { Socket } from "node:net";
-import type { HeaderMap } from "../facts.js";
-import type { UpstreamErrorReason } from "../observability/metrics.js";
+import type { HeaderMap } from "../base/request-facts.js";
+import type { UpstreamErrorReason } from "../base/results.js";
 import type { RequestTrace } from "../observability/tracing/request-trace.js";
 import type { Endpoint } from "./endpoint.js";
 import type { ExchangeResult, ExchangeHooks } from "./exchange-types.js";

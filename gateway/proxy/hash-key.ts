@@ -3,7 +3,7 @@
  * string its rate-limit windows are keyed by), the client IP, or one request header (its first
  * value when repeated; calls without it get no key and are spread by round robin).
  */
-import type { HeaderMap } from "../facts.js";
+import type { HeaderMap } from "../base/request-facts.js";
 import type { HashOn } from "./upstream.js";
 
 /**

@@ -17,7 +17,7 @@ import type { Logger } from "pino";
 import type { Counter } from "prom-client";
 import type { GatewayConfig } from "../config/schema.js";
 import { endpointName, endpointsOf } from "../config/upstream-schema.js";
-import { afterPendingIo } from "../after-pending-io.js";
+import { afterPendingIo } from "../base/after-pending-io.js";
 import { HealthState } from "./balancing/health-state.js";
 import { upstreamTls } from "./upstream-tls.js";
 

@@ -12,16 +12,16 @@
  * (`upstreams.<name>.timeout_ms`, on a coarse clock: up to about 1 s late) bound a try.
  */
 import type { Dispatcher } from "undici";
-import { afterPendingIo } from "../after-pending-io.js";
+import { afterPendingIo } from "../base/after-pending-io.js";
 import { Attempt, GIVEN_UP, type AttemptOwner } from "./attempt.js";
-import type { HeaderMap } from "../facts.js";
-import type { UpstreamErrorReason } from "../observability/metrics.js";
+import type { HeaderMap } from "../base/request-facts.js";
+import type { UpstreamErrorReason } from "../base/results.js";
 import type { RequestTrace } from "../observability/tracing/request-trace.js";
 import type { ResponseTarget } from "./client-io.js";
 import type { Endpoint } from "./endpoint.js";
 import { BODY_TOO_LARGE } from "./body-limit.js";
 import type { ExchangeHooks, ExchangeResult, HeadWriter, PlainRequest } from "./exchange-types.js";
-import { backoffMs } from "./retry-policy.js";
+import { backoffMs } from "../config/retry-policy.js";
 import { settlement } from "./settlement.js";
 import type { Upstream } from "./upstream.js";
 import { RESPONSE_TIMEOUT_CODE, upstreamErrorReason } from "./upstream-errors.js";

@@ -2,7 +2,7 @@
  * Why an upstream exchange failed, for both engines: the `reason` label of
  * `gateway_upstream_errors_total` and the choice between 502 and 504 (SPEC §2).
  */
-import type { UpstreamErrorReason } from "../observability/metrics.js";
+import type { UpstreamErrorReason } from "../base/results.js";
 
 /** Error code the http-proxy engine gives its own response timeout. */
 export const RESPONSE_TIMEOUT_CODE = "EUPSTREAMTIMEOUT";

@@ -6,7 +6,7 @@
 import type { Logger } from "pino";
 import type { UpstreamConfig } from "../config/upstream-schema.js";
 import { endpointName, endpointsOf } from "../config/upstream-schema.js";
-import type { UpstreamErrorReason } from "../observability/metrics.js";
+import type { UpstreamErrorReason } from "../base/results.js";
 import type { UpstreamPoolMetrics } from "../observability/upstream-metrics.js";
 import type { Counter } from "prom-client";
 import { Admission } from "./admission.js";

@@ -15,8 +15,8 @@
 import type { Agent, ClientRequest, IncomingMessage } from "node:http";
 import type { Socket } from "node:net";
 import { ProxyServer } from "http-proxy-3";
-import type { UpstreamErrorReason } from "../observability/metrics.js";
-import type { HeaderMap } from "../facts.js";
+import type { UpstreamErrorReason } from "../base/results.js";
+import type { HeaderMap } from "../base/request-facts.js";
 import { CONNECT_TIMEOUT_CODE, RESPONSE_TIMEOUT_CODE, upstreamErrorReason } from "./upstream-errors.js";
 
 /** The exchange of one handshake, found on its request under {@link UPGRADE}. */

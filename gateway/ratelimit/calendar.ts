@@ -8,11 +8,8 @@
  *
  * A fixed offset has no daylight saving time, so every period but `month` has one length.
  */
+import type { Period } from "../config/calendar-periods.js";
 import type { CounterState, WindowVerdict } from "./sliding.js";
-
-/** The calendar periods a window may count over. */
-export const PERIODS = ["minute", "hour", "day", "week", "month"] as const;
-export type Period = (typeof PERIODS)[number];
 
 const MINUTE_MS = 60_000;
 const DAY_MS = 86_400_000;
@@ -108,21 +105,6 @@ export function calendarVerdict(
   return state.curr < limit
     ? { fits: true, remaining: limit - state.curr - 1, resetAtMs: b.endMs }
     : { fits: false, remaining: 0, resetAtMs: b.endMs };
-}
-
-/** `±HH:MM` within -12:00 and +14:00 (the range of the world's time zones). */
-const OFFSET = /^([+-])(\d{2}):([0-5]\d)$/;
-
-/**
- * Parses `rate_limits.quota_utc_offset`.
- * @returns the offset east of UTC in minutes, or undefined when it is not `±HH:MM` within
- *   -12:00..+14:00
- */
-export function parseUtcOffset(text: string): number | undefined {
-  const m = OFFSET.exec(text);
-  if (m === null) return undefined;
-  const minutes = (m[1] === "-" ? -1 : 1) * (Number(m[2]) * 60 + Number(m[3]));
-  return minutes < -12 * 60 || minutes > 14 * 60 ? undefined : minutes;
 }
 
 /** Minutes to the offset in ms. */

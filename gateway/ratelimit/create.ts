@@ -4,7 +4,7 @@
  * of the store's rejections (over-limit callers cost no round trip: `rejection-cache.ts`).
  */
 import type { Logger } from "pino";
-import type { Clock } from "../clock.js";
+import type { Clock } from "../base/clock.js";
 import type { GatewayConfig } from "../config/schema.js";
 import type { GatewayMetrics } from "../observability/metrics.js";
 import { FailoverLimiter } from "./failover.js";

@@ -2,7 +2,7 @@
  * Whose budget a call spends (SPEC §3, §10): the identity of an authenticated call, with its kind
  * in the storage key, so a subject, a client and a user named alike never share a budget.
  */
-import type { TokenInfo } from "../auth/types.js";
+import type { TokenInfo } from "../base/token-info.js";
 
 /**
  * Which token field a class counts by (SPEC §10 `identity`):

@@ -4,7 +4,7 @@
  * store, the Redis store, and the failover wrapper that combines them.
  */
 import type { RequestTrace } from "../observability/tracing/request-trace.js";
-import type { Period } from "./calendar.js";
+import type { Period } from "../config/calendar-periods.js";
 import type { StoreFailureReason } from "./store-failure.js";
 
 /** A sliding window (SPEC §4): `limit` calls per `windowS` seconds. */

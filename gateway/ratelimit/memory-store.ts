@@ -4,9 +4,9 @@
  * Also the failover store while Redis is down, with limits divided by `expected_replicas`.
  */
 import { LRUCache } from "lru-cache";
-import type { Clock } from "../clock.js";
+import type { Clock } from "../base/clock.js";
 import { calendarVerdict, type PeriodBounds } from "./calendar.js";
-import { windowKey } from "./keys.js";
+import { windowKey } from "./storage-keys.js";
 import type { Decision, Limiter, LimitPolicy } from "./limiter.js";
 import {
   counterVerdict,

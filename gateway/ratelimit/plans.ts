@@ -7,7 +7,7 @@
  * Generic over what a plan compiles to, so this module knows nothing of policies (`policy.ts`
  * builds one resolver per configuration with its compiled plans).
  */
-import type { TokenInfo } from "../auth/types.js";
+import type { TokenInfo } from "../base/token-info.js";
 
 /** One `rate_limits.consumers` entry as configured. */
 export interface ConsumerEntry {

@@ -9,7 +9,8 @@
  * caller whose plan changes keeps what it has spent.
  */
 import type { GatewayConfig } from "../config/schema.js";
-import { offsetMsOf, parseUtcOffset, periodBounds, periodLengthS, type PeriodBounds } from "./calendar.js";
+import { parseUtcOffset } from "../config/calendar-periods.js";
+import { offsetMsOf, periodBounds, periodLengthS, type PeriodBounds } from "./calendar.js";
 import type { IdentityKind } from "./identity.js";
 import type { Algorithm, LimitPolicy, WindowSpec } from "./limiter.js";
 import { PlanResolver } from "./plans.js";

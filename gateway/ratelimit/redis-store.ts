@@ -26,7 +26,7 @@ import { Redis } from "ioredis";
 import { connectTimeoutMs, openRedis, type RedisClient } from "./redis-connection.js";
 import { RedisLink } from "./redis-link.js";
 import { ReplyWatch } from "./reply-watch.js";
-import { windowKey, windowSuffixes } from "./keys.js";
+import { windowKey, windowSuffixes } from "./storage-keys.js";
 
 /**
  * A script registered with `defineCommand` (variable key count: `numKeys` first). ioredis flattens

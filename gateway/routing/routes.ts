@@ -1,6 +1,6 @@
 /** Route table: longest path prefix wins (SPEC §7). Built once per configuration. */
 import type { GatewayConfig } from "../config/schema.js";
-import { compileRetryPolicy, type RetryPolicy } from "../proxy/retry-policy.js";
+import { compileRetryPolicy, type RetryPolicy } from "../config/retry-policy.js";
 import { coversPrefix } from "./patterns.js";
 
 /** A compiled route; plain data. */

@@ -10,12 +10,12 @@ import type { Socket } from "node:net";
 import type { Duplex } from "node:stream";
 import type { TLSSocket } from "node:tls";
 import { performance } from "node:perf_hooks";
-import type { ErrorCode } from "../errors.js";
-import type { HeaderMap, RequestFacts } from "../facts.js";
-import { errorResponse, jsonResponse, preflightResponse, type GatewayResponse } from "../responses.js";
-import { SCOPE, type RequestScope } from "../scope.js";
+import type { ErrorCode } from "../base/error-catalog.js";
+import type { HeaderMap, RequestFacts } from "../base/request-facts.js";
+import { errorResponse, jsonResponse, preflightResponse, type GatewayResponse } from "../core/responses.js";
+import { SCOPE, type RequestScope } from "../core/scope.js";
 import { clientCertSubject } from "./client-cert.js";
-import { serializeResponse } from "./raw-response.js";
+import { serializeResponse } from "../core/raw-response.js";
 import { onResponseClose, Writer, type Scoped } from "./writer.js";
 
 /** Listeners for a `node:http` (or HTTP/1.1-on-TLS) server. */

@@ -8,9 +8,9 @@
  */
 import http2, { type Http2ServerRequest, type Http2ServerResponse } from "node:http2";
 import type { TLSSocket } from "node:tls";
-import type { HeaderMap, RequestFacts } from "../facts.js";
-import type { GatewayResponse } from "../responses.js";
-import { SCOPE } from "../scope.js";
+import type { HeaderMap, RequestFacts } from "../base/request-facts.js";
+import type { GatewayResponse } from "../core/responses.js";
+import { SCOPE } from "../core/scope.js";
 import { clientCertSubject } from "./client-cert.js";
 import { performance } from "node:perf_hooks";
 import { Writer, type Scoped } from "./writer.js";

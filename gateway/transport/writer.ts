@@ -9,17 +9,17 @@
 import { randomUUID } from "node:crypto";
 import { performance } from "node:perf_hooks";
 import type { Logger } from "pino";
-import type { Clock } from "../clock.js";
-import type { ClientProtocol, HeaderMap, RequestFacts } from "../facts.js";
+import type { Clock } from "../base/clock.js";
+import type { ClientProtocol, HeaderMap, RequestFacts } from "../base/request-facts.js";
 import type { GatewayMetrics } from "../observability/metrics.js";
-import type { Outcome } from "../outcome.js";
-import type { Pipeline } from "../pipeline.js";
+import type { Outcome } from "../core/outcome.js";
+import type { Pipeline } from "../core/pipeline.js";
 import type { HeadWriter } from "../proxy/exchange.js";
 import type { ProxyRequest, ResponseTarget } from "../proxy/client-io.js";
-import { CUT } from "../proxy-step.js";
-import { errorResponse, jsonResponse, preflightResponse, type GatewayResponse } from "../responses.js";
-import type { Runtime } from "../runtime.js";
-import { RequestScope, SCOPE, type FinishObserver } from "../scope.js";
+import { CUT } from "../core/proxy-step.js";
+import { errorResponse, jsonResponse, preflightResponse, type GatewayResponse } from "../core/responses.js";
+import type { Runtime } from "../core/runtime.js";
+import { RequestScope, SCOPE, type FinishObserver } from "../core/scope.js";
 
 /** A transport's object carrying the request's scope. */
 export type Scoped<T> = T & { [SCOPE]?: RequestScope };

@@ -3,6 +3,7 @@ import path from "node:path";
 import { expect } from "vitest";
 import { ConfigError, loadConfig } from "../../gateway/config/load.js";
 import { FIXTURES } from "./gateway.js";
+import { checkFiles } from "../../gateway/server/config-files.js";
 
 /** Path of `test/fixtures/config/<name>`. */
 export const configFixture = (name: string): string => path.join(FIXTURES, "config", name);
@@ -14,7 +15,7 @@ export const configFixture = (name: string): string => path.join(FIXTURES, "conf
  */
 export function problemsOf(name: string, env: NodeJS.ProcessEnv = {}): string[] {
   try {
-    loadConfig(configFixture(name), env, { checkFiles: true });
+    loadConfig(configFixture(name), env, { checkFiles });
   } catch (err) {
     expect(err).toBeInstanceOf(ConfigError);
     return (err as ConfigError).problems.map(

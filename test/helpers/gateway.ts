@@ -6,9 +6,9 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import pino, { type Logger } from "pino";
 import { stringify } from "yaml";
-import type { Clock } from "../../gateway/clock.js";
+import type { Clock } from "../../gateway/base/clock.js";
 import { parseConfig } from "../../gateway/config/load.js";
-import { createGateway, type Gateway } from "../../gateway/server.js";
+import { createGateway, type Gateway } from "../../gateway/server/server.js";
 
 /** Directory of test fixtures. */
 export const FIXTURES = fileURLToPath(new URL("../fixtures/", import.meta.url));

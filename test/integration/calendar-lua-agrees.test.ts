@@ -12,7 +12,8 @@ import { readFileSync } from "node:fs";
 import fc from "fast-check";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { PERIODS, periodBounds, type Period } from "../../gateway/ratelimit/calendar.js";
+import { PERIODS, type Period } from "../../gateway/config/calendar-periods.js";
+import { periodBounds } from "../../gateway/ratelimit/calendar.js";
 import { RedisServer } from "../helpers/redis-server.js";
 
 const lua = (name: string): string =>

@@ -8,7 +8,7 @@
  */
 import type { Server } from "node:http";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { ManualClock } from "../../gateway/clock.js";
+import { ManualClock } from "../../gateway/base/clock.js";
 import { captureLog } from "../helpers/access-lines.js";
 import { startGateway, testConfig, type TestGateway } from "../helpers/gateway.js";
 import { closeServer, listen, request } from "../helpers/http.js";

@@ -8,14 +8,14 @@ import type { AddressInfo } from "node:net";
 import { pino } from "pino";
 import { Registry } from "prom-client";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ManualClock } from "../../gateway/clock.js";
+import { ManualClock } from "../../gateway/base/clock.js";
 import { IntrospectionClient } from "../../gateway/auth/introspection.js";
 import { TokenCache } from "../../gateway/auth/token-cache.js";
 import {
   IntrospectionUnavailableError,
   type IntrospectionSource,
-  type TokenInfo,
-} from "../../gateway/auth/types.js";
+} from "../../gateway/auth/introspection-source.js";
+import type { TokenInfo } from "../../gateway/base/token-info.js";
 import type { TokenCacheConfig } from "../../gateway/config/schema.js";
 import { createMetrics } from "../../gateway/observability/metrics.js";
 import {

@@ -20,8 +20,8 @@ import { Registry } from "prom-client";
 import { afterAll, beforeAll, describe, expect, it, type TestContext } from "vitest";
 import { parse, stringify } from "yaml";
 import { PRIORITIES, type Priority } from "../../gateway/config/shedding-schema.js";
+import { createMetrics } from "../../gateway/observability/metrics.js";
 import {
-  createMetrics,
   type AuthResult,
   type CacheLookup,
   type DecisionOutcome,
@@ -29,7 +29,7 @@ import {
   type JwtValidationResult,
   type SpanDropReason,
   type UpstreamErrorReason,
-} from "../../gateway/observability/metrics.js";
+} from "../../gateway/base/results.js";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 const RULES_FILE = path.join(ROOT, "config/monitoring/alerts.yaml");

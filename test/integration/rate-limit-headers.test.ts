@@ -5,7 +5,7 @@
  */
 import type { Server } from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ManualClock } from "../../gateway/clock.js";
+import { ManualClock } from "../../gateway/base/clock.js";
 import { agent, closeServer, listen, request } from "../helpers/http.js";
 import { TOKENS_FILE, startGateway, testConfig, type TestGateway } from "../helpers/gateway.js";
 

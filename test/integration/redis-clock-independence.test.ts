@@ -4,7 +4,7 @@
  * minutes apart (and far from real time) share one Redis.
  */
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { ManualClock } from "../../gateway/clock.js";
+import { ManualClock } from "../../gateway/base/clock.js";
 import { createLimiter, type LimiterHandle } from "../../gateway/ratelimit/create.js";
 import type { Algorithm, LimitPolicy } from "../../gateway/ratelimit/limiter.js";
 import { RedisServer } from "../helpers/redis-server.js";

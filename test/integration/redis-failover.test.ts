@@ -6,7 +6,7 @@
  * When Redis answers again the same limiter returns to the shared windows by itself.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ManualClock } from "../../gateway/clock.js";
+import { ManualClock } from "../../gateway/base/clock.js";
 import { createLimiter, type LimiterHandle } from "../../gateway/ratelimit/create.js";
 import { LimitStoreError, type Decision, type LimitPolicy } from "../../gateway/ratelimit/limiter.js";
 import { RedisServer, waitFor } from "../helpers/redis-server.js";

@@ -7,10 +7,10 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parseConfig } from "../../gateway/config/load.js";
-import { ManualClock } from "../../gateway/clock.js";
+import { ManualClock } from "../../gateway/base/clock.js";
 import { createLimiter } from "../../gateway/ratelimit/create.js";
 import type { LimitPolicy } from "../../gateway/ratelimit/limiter.js";
-import { createGateway } from "../../gateway/server.js";
+import { createGateway } from "../../gateway/server/server.js";
 import { stringify } from "yaml";
 import { FIXTURES, testConfig } from "../helpers/gateway.js";
 import { REFUSED_PORT } from "../helpers/http.js";

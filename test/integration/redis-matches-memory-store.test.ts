@@ -5,7 +5,7 @@
  * window (SPEC §19, `calendar.lua` against `calendar.ts`) beside a sliding one.
  */
 import { expect, it } from "vitest";
-import { ManualClock } from "../../gateway/clock.js";
+import { ManualClock } from "../../gateway/base/clock.js";
 import type { Algorithm, Decision, LimitPolicy } from "../../gateway/ratelimit/limiter.js";
 import { MemoryStore } from "../../gateway/ratelimit/memory-store.js";
 import { useRedisStore } from "../helpers/redis-store-fixture.js";

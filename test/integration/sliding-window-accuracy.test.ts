@@ -10,7 +10,7 @@
  *   `sliding_window` itself admitted (did it let more than the limit into some 60 s span?).
  */
 import { expect, it } from "vitest";
-import { ManualClock } from "../../gateway/clock.js";
+import { ManualClock } from "../../gateway/base/clock.js";
 import type { LimitPolicy } from "../../gateway/ratelimit/limiter.js";
 import { MemoryStore } from "../../gateway/ratelimit/memory-store.js";
 import { prng } from "../helpers/prng.js";

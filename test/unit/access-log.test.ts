@@ -9,9 +9,9 @@ import { createLogger } from "../../gateway/observability/logger.js";
 import type { RequestTrace } from "../../gateway/observability/tracing/request-trace.js";
 import type { Decision } from "../../gateway/ratelimit/limiter.js";
 import type { ResolvedPolicy } from "../../gateway/ratelimit/policy.js";
-import type { Runtime } from "../../gateway/runtime.js";
+import type { Runtime } from "../../gateway/core/runtime.js";
 import type { Route } from "../../gateway/routing/routes.js";
-import { RequestScope } from "../../gateway/scope.js";
+import { RequestScope } from "../../gateway/core/scope.js";
 
 /** A destination that keeps every write as it came. */
 function sink(): { writes: string[]; write(chunk: string): void; lines(): Record<string, unknown>[] } {

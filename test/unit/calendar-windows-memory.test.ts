@@ -6,7 +6,7 @@
  * failing open divides its limit like any other.
  */
 import { describe, expect, it } from "vitest";
-import { ManualClock } from "../../gateway/clock.js";
+import { ManualClock } from "../../gateway/base/clock.js";
 import type { Algorithm, LimitPolicy } from "../../gateway/ratelimit/limiter.js";
 import { MemoryStore } from "../../gateway/ratelimit/memory-store.js";
 

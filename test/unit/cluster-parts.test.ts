@@ -14,8 +14,8 @@ import { combineMetrics } from "../../gateway/cluster/metrics.js";
 import { AccessLog } from "../../gateway/observability/access-log.js";
 import { createLogger } from "../../gateway/observability/logger.js";
 import { createMetrics, createPrimaryMetrics } from "../../gateway/observability/metrics.js";
-import type { Runtime } from "../../gateway/runtime.js";
-import { RequestScope } from "../../gateway/scope.js";
+import type { Runtime } from "../../gateway/core/runtime.js";
+import { RequestScope } from "../../gateway/core/scope.js";
 import { parsePrometheusText } from "../helpers/prom.js";
 import { prng } from "../helpers/prng.js";
 

@@ -5,7 +5,7 @@
 import { spawnSync } from "node:child_process";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { describeConfig } from "../../gateway/config/describe.js";
+import { describeConfig } from "../../gateway/cli/describe-config.js";
 import { loadConfig, parseConfig } from "../../gateway/config/load.js";
 import { configFixture, problemsOf } from "../helpers/config-problems.js";
 import { FIXTURES } from "../helpers/gateway.js";

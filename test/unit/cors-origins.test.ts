@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { corsSchema } from "../../gateway/config/cors-schema.js";
-import { CorsPolicy } from "../../gateway/cors.js";
+import { CorsPolicy } from "../../gateway/cors/cors-policy.js";
 
 const policy = (allowed_origins: string[], allow_credentials = false) =>
   new CorsPolicy(corsSchema.parse({ allowed_origins, allow_credentials }), false);

@@ -3,7 +3,7 @@
  * code is checked in readme-documents-everything.test.ts.
  */
 import { describe, expect, it } from "vitest";
-import { ERROR_CATALOG, errorBody, type ErrorCode } from "../../gateway/errors.js";
+import { ERROR_CATALOG, errorBody, type ErrorCode } from "../../gateway/base/error-catalog.js";
 
 describe("error catalog", () => {
   it("bodies are the SPEC's JSON with code equal to the status", () => {

@@ -3,7 +3,7 @@
  * counted, the reported window, reset arithmetic, peek, the failover divisor and the LRU bound.
  */
 import { describe, expect, it } from "vitest";
-import { ManualClock } from "../../gateway/clock.js";
+import { ManualClock } from "../../gateway/base/clock.js";
 import type { LimitPolicy } from "../../gateway/ratelimit/limiter.js";
 import { MemoryStore } from "../../gateway/ratelimit/memory-store.js";
 import { counterFreeAt } from "../../gateway/ratelimit/sliding.js";

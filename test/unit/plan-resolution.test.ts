@@ -6,10 +6,10 @@
  */
 import { describe, expect, it } from "vitest";
 import { toTokenInfo } from "../../gateway/auth/introspection.js";
-import type { TokenInfo } from "../../gateway/auth/types.js";
+import type { TokenInfo } from "../../gateway/base/token-info.js";
 import { parseConfig } from "../../gateway/config/load.js";
 import { identityOf } from "../../gateway/ratelimit/identity.js";
-import { windowKey } from "../../gateway/ratelimit/keys.js";
+import { windowKey } from "../../gateway/ratelimit/storage-keys.js";
 import { PlanResolver, type ConsumerEntry } from "../../gateway/ratelimit/plans.js";
 import { compilePolicies } from "../../gateway/ratelimit/policy.js";
 

@@ -4,7 +4,7 @@
  * cause. And `gateway check`'s summary of each plan's effective windows per class.
  */
 import { describe, expect, it } from "vitest";
-import { describeConfig } from "../../gateway/config/describe.js";
+import { describeConfig } from "../../gateway/cli/describe-config.js";
 import { loadConfig, parseConfig, type ConfigError } from "../../gateway/config/load.js";
 import { configFixture, problemsOf } from "../helpers/config-problems.js";
 

@@ -6,7 +6,7 @@
  * current period's length (28 to 31 days for a month).
  */
 import { describe, expect, it } from "vitest";
-import { describeConfig } from "../../gateway/config/describe.js";
+import { describeConfig } from "../../gateway/cli/describe-config.js";
 import { parseConfig } from "../../gateway/config/load.js";
 import { compilePolicies } from "../../gateway/ratelimit/policy.js";
 import { rateLimitHeaders } from "../../gateway/ratelimit/headers.js";

@@ -10,9 +10,9 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { Registry } from "prom-client";
 import { describe, expect, it } from "vitest";
-import { keyEntries } from "../../gateway/config/keys.js";
+import { keyEntries } from "../../gateway/config/key-paths.js";
 import { gatewayConfigSchema } from "../../gateway/config/schema.js";
-import { ERROR_CATALOG } from "../../gateway/errors.js";
+import { ERROR_CATALOG } from "../../gateway/base/error-catalog.js";
 import { createMetrics } from "../../gateway/observability/metrics.js";
 
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));

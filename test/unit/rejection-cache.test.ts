@@ -7,7 +7,7 @@
  * are never answered from it; memory is bounded.
  */
 import { describe, expect, it } from "vitest";
-import { ManualClock } from "../../gateway/clock.js";
+import { ManualClock } from "../../gateway/base/clock.js";
 import type { Decision, Limiter, LimitPolicy } from "../../gateway/ratelimit/limiter.js";
 import { MemoryStore } from "../../gateway/ratelimit/memory-store.js";
 import { RejectionCache } from "../../gateway/ratelimit/rejection-cache.js";

@@ -14,7 +14,7 @@
  */
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { ManualClock } from "../../gateway/clock.js";
+import { ManualClock } from "../../gateway/base/clock.js";
 import { periodBounds } from "../../gateway/ratelimit/calendar.js";
 import type { Algorithm, Decision, LimitPolicy, WindowSpec } from "../../gateway/ratelimit/limiter.js";
 import { MemoryStore } from "../../gateway/ratelimit/memory-store.js";

@@ -5,6 +5,7 @@
 import { describe, expect, it } from "vitest";
 import { loadConfig } from "../../gateway/config/load.js";
 import { configFixture, problemsOf } from "../helpers/config-problems.js";
+import { checkFiles } from "../../gateway/server/config-files.js";
 
 describe("load shedding configuration errors name the key path", () => {
   it("shedding_priority_unknown_plan_and_priority", () => {
@@ -32,7 +33,7 @@ describe("load shedding configuration errors name the key path", () => {
 
 describe("a valid load shedding configuration", () => {
   it("gets SPEC §18's defaults", () => {
-    const { config } = loadConfig(configFixture("valid_load_shedding.yaml"), {}, { checkFiles: true });
+    const { config } = loadConfig(configFixture("valid_load_shedding.yaml"), {}, { checkFiles });
     expect(config.upstreams.docs!.adaptive_concurrency).toEqual({
       min_limit: 5,
       max_limit: 1000,

@@ -9,7 +9,7 @@ import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { loadStaticTokens, parseInWorker } from "../../gateway/auth/static-source.js";
 import { parseStaticTokens, TokensFileError } from "../../gateway/auth/tokens-file.js";
-import { hashToken } from "../../gateway/auth/types.js";
+import { hashToken } from "../../gateway/base/token-info.js";
 
 const dir = mkdtempSync(path.join(tmpdir(), "tokens-worker-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));

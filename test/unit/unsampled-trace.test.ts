@@ -6,7 +6,7 @@ import { ROOT_CONTEXT, TraceFlags, defaultTextMapSetter, trace } from "@opentele
 import { W3CTraceContextPropagator } from "@opentelemetry/core";
 import { RandomIdGenerator } from "@opentelemetry/sdk-trace-base";
 import { describe, expect, it } from "vitest";
-import type { HeaderMap } from "../../gateway/facts.js";
+import type { HeaderMap } from "../../gateway/base/request-facts.js";
 import { UnsampledTrace } from "../../gateway/observability/tracing/unsampled-trace.js";
 
 /** Hands out `ids` in order (the CLIENT span id is the second span id asked for). */

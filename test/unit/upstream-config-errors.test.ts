@@ -6,6 +6,7 @@ import { describe, expect, it } from "vitest";
 import { loadConfig } from "../../gateway/config/load.js";
 import { endpointName, endpointsOf } from "../../gateway/config/upstream-schema.js";
 import { configFixture, problemsOf } from "../helpers/config-problems.js";
+import { checkFiles } from "../../gateway/server/config-files.js";
 
 describe("upstream pool configuration errors name the key path", () => {
   it("upstream_url_and_endpoints: both, or neither", () => {
@@ -57,7 +58,7 @@ describe("upstream pool configuration errors name the key path", () => {
 
 describe("a valid pool", () => {
   it("gets SPEC §16's defaults, and `url` is one endpoint of weight 1", () => {
-    const { config } = loadConfig(configFixture("valid_upstream_pool.yaml"), {}, { checkFiles: true });
+    const { config } = loadConfig(configFixture("valid_upstream_pool.yaml"), {}, { checkFiles });
     const docs = config.upstreams.docs!;
     expect(endpointsOf(docs)).toEqual([
       { url: "http://10.0.0.1:3000", weight: 1 },

@@ -8,7 +8,7 @@ import tls from "node:tls";
 import type { GatewayConfig } from "../../config/schema.js";
 import { endpointsOf, type UpstreamConfig } from "../../config/upstream-schema.js";
 import { upstreamTls } from "../../proxy/upstream-tls.js";
-import { urlPort } from "../../url-port.js";
+import { urlPort } from "../../base/url-port.js";
 import { errorText, within, type ProbeResult } from "./probe.js";
 
 /**

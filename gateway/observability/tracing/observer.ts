@@ -14,7 +14,7 @@ import {
   ATTR_NETWORK_PROTOCOL_VERSION,
   ATTR_URL_PATH,
 } from "@opentelemetry/semantic-conventions";
-import type { FinishObserver, RequestScope } from "../../scope.js";
+import type { FinishObserver, RequestScope } from "../../core/scope.js";
 import { spanMethod } from "./request-trace.js";
 
 /** `gateway.ratelimit.plan` of a call without a plan (SPEC §10 plans name theirs). */

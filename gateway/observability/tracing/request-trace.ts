@@ -27,8 +27,8 @@ import {
   ATTR_SERVER_ADDRESS,
   ATTR_SERVER_PORT,
 } from "@opentelemetry/semantic-conventions";
-import type { HeaderMap } from "../../facts.js";
-import { urlPort } from "../../url-port.js";
+import type { HeaderMap } from "../../base/request-facts.js";
+import { urlPort } from "../../base/url-port.js";
 
 /**
  * A child span a component asks for around its network calls: an authenticator's

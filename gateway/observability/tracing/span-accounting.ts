@@ -9,7 +9,8 @@ import { createNoopMeter, type Attributes, type Meter, type MeterProvider } from
 import { ExportResultCode, type ExportResult } from "@opentelemetry/core";
 import type { ReadableSpan, SpanExporter } from "@opentelemetry/sdk-trace-base";
 import { ATTR_ERROR_TYPE } from "@opentelemetry/semantic-conventions";
-import type { GatewayMetrics, SpanDropReason } from "../metrics.js";
+import type { SpanDropReason } from "../../base/results.js";
+import type { GatewayMetrics } from "../metrics.js";
 
 /** What happened to spans, by count. */
 export interface SpanOutcomes {

@@ -44,7 +44,7 @@ import {
   ATTR_URL_SCHEME,
 } from "@opentelemetry/semantic-conventions";
 import type { MeterProvider } from "@opentelemetry/api";
-import type { HeaderMap } from "../../facts.js";
+import type { HeaderMap } from "../../base/request-facts.js";
 import {
   httpMethod,
   RecordedTrace,

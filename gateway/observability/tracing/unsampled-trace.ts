@@ -13,7 +13,7 @@
  */
 import type { Span } from "@opentelemetry/api";
 import type { IdGenerator } from "@opentelemetry/sdk-trace-base";
-import type { HeaderMap } from "../../facts.js";
+import type { HeaderMap } from "../../base/request-facts.js";
 import type { RequestTrace } from "./request-trace.js";
 
 /** A request's trace that records nothing. */

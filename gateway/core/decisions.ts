@@ -4,11 +4,11 @@
  * all record through here, so every answer carries the headers of the window it read or counted.
  */
 import type { Logger } from "pino";
-import type { HotMetrics } from "./observability/hot-metrics.js";
-import type { DecisionOutcome } from "./observability/metrics.js";
-import { rateLimitHeaders } from "./ratelimit/headers.js";
-import type { Decision } from "./ratelimit/limiter.js";
-import type { ResolvedPolicy } from "./ratelimit/policy.js";
+import type { HotMetrics } from "../observability/hot-metrics.js";
+import type { DecisionOutcome } from "../base/results.js";
+import { rateLimitHeaders } from "../ratelimit/headers.js";
+import type { Decision } from "../ratelimit/limiter.js";
+import type { ResolvedPolicy } from "../ratelimit/policy.js";
 import type { RequestScope } from "./scope.js";
 
 /** Records decisions of one gateway's requests. */

@@ -18,7 +18,7 @@
 import http, { type ServerResponse } from "node:http";
 import type { Http2Session } from "node:http2";
 import type { Duplex } from "node:stream";
-import type { ApiServer } from "./transport/api-listener.js";
+import type { ApiServer } from "../transport/api-listener.js";
 
 type Milliseconds = number;
 

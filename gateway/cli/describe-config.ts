@@ -1,7 +1,7 @@
 /** Human summary of a configuration, printed by `gateway check`. */
 import { tracingSettings } from "../observability/tracing/settings.js";
-import type { GatewayConfig } from "./schema.js";
-import { endpointsOf, type UpstreamConfig } from "./upstream-schema.js";
+import type { GatewayConfig } from "../config/schema.js";
+import { endpointsOf, type UpstreamConfig } from "../config/upstream-schema.js";
 
 /** `url`, or the endpoints with their weights and the balancer. */
 function describeEndpoints(u: UpstreamConfig | undefined): string {

@@ -3,7 +3,7 @@
  * its plan's windows, counted in none, and the plan's name.
  * `{"resources":{"<class>":{"limit":N,"remaining":N,"reset":EPOCH_S,"used":N}},"plan":"pro"}`.
  */
-import type { Decision, LimitPolicy } from "./ratelimit/limiter.js";
+import type { Decision, LimitPolicy } from "../ratelimit/limiter.js";
 
 /** One class's status. `reset` is epoch seconds. */
 export interface ResourceStatus {

@@ -6,31 +6,31 @@
  */
 import { performance } from "node:perf_hooks";
 import type { Logger } from "pino";
-import { CachedIntrospection, type Authenticator } from "./auth/authenticator.js";
-import { AuthenticatorChain } from "./auth/chain.js";
-import { IntrospectionClient } from "./auth/introspection.js";
-import { JwtAuthenticator } from "./auth/jwt-authenticator.js";
-import { StaticTokenSource } from "./auth/static-source.js";
-import { TokenCache } from "./auth/token-cache.js";
-import type { IntrospectionSource } from "./auth/types.js";
-import type { Clock } from "./clock.js";
-import { CorsPolicy } from "./cors.js";
-import type { GatewayConfig } from "./config/schema.js";
-import type { GatewayMetrics } from "./observability/metrics.js";
-import type { EndpointAvailability, UpstreamLoad } from "./observability/upstream-metrics.js";
-import { httpCallSpan } from "./observability/tracing/request-trace.js";
-import { tracingSettings } from "./observability/tracing/settings.js";
-import { metricOutcomes } from "./observability/tracing/span-accounting.js";
-import { Tracing } from "./observability/tracing/tracing.js";
-import { endpointsOf } from "./config/upstream-schema.js";
-import { Upstream } from "./proxy/upstream.js";
-import type { UpstreamRequestSettings } from "./proxy/upstream-request.js";
-import { upstreamTls, type UpstreamTls } from "./proxy/upstream-tls.js";
-import { createLimiter, type LimiterHandle } from "./ratelimit/create.js";
-import { compilePolicies, type PolicySet } from "./ratelimit/policy.js";
-import { Classifier } from "./routing/classify.js";
-import { RouteTable } from "./routing/routes.js";
-import { VERSION } from "./version.js";
+import { CachedIntrospection, type Authenticator } from "../auth/authenticator.js";
+import { AuthenticatorChain } from "../auth/chain.js";
+import { IntrospectionClient } from "../auth/introspection.js";
+import { JwtAuthenticator } from "../auth/jwt-authenticator.js";
+import { StaticTokenSource } from "../auth/static-source.js";
+import { TokenCache } from "../auth/token-cache.js";
+import type { IntrospectionSource } from "../auth/introspection-source.js";
+import type { Clock } from "../base/clock.js";
+import { CorsPolicy } from "../cors/cors-policy.js";
+import type { GatewayConfig } from "../config/schema.js";
+import type { GatewayMetrics } from "../observability/metrics.js";
+import type { EndpointAvailability, UpstreamLoad } from "../observability/upstream-metrics.js";
+import { httpCallSpan } from "../observability/tracing/request-trace.js";
+import { tracingSettings } from "../observability/tracing/settings.js";
+import { metricOutcomes } from "../observability/tracing/span-accounting.js";
+import { Tracing } from "../observability/tracing/tracing.js";
+import { endpointsOf } from "../config/upstream-schema.js";
+import { Upstream } from "../proxy/upstream.js";
+import type { UpstreamRequestSettings } from "./upstream-request.js";
+import { upstreamTls, type UpstreamTls } from "../proxy/upstream-tls.js";
+import { createLimiter, type LimiterHandle } from "../ratelimit/create.js";
+import { compilePolicies, type PolicySet } from "../ratelimit/policy.js";
+import { Classifier } from "../routing/classify.js";
+import { RouteTable } from "../routing/routes.js";
+import { VERSION } from "../base/version.js";
 
 /** Shared dependencies (injected; no module singletons). */
 export interface RuntimeDeps {

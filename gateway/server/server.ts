@@ -8,26 +8,32 @@ import type { AddressInfo } from "node:net";
 import type { Logger } from "pino";
 import { Registry } from "prom-client";
 import { createAdminServer } from "./admin.js";
-import { HttpDrain } from "./lifecycle.js";
+import { HttpDrain } from "./http-drain.js";
 import { listenOn } from "./listen.js";
-import { systemClock, type Clock } from "./clock.js";
-import { loadConfig, type LoadedConfig } from "./config/load.js";
-import { hashOf } from "./config/named-files.js";
-import { AccessLog } from "./observability/access-log.js";
-import { createLogger } from "./observability/logger.js";
-import { createMetrics, setConfigInfo, type GatewayMetrics } from "./observability/metrics.js";
-import { RequestMetrics } from "./observability/request-metrics.js";
-import { TracingObserver } from "./observability/tracing/observer.js";
-import { Pipeline } from "./pipeline.js";
-import type { GatewayConfig } from "./config/schema.js";
-import { HealthChecker, type HealthReport } from "./proxy/health-checker.js";
-import type { UpstreamSnapshot } from "./proxy/upstream.js";
-import { buildRuntime, endpointStates, upstreamLoads, releaseRuntime, type Runtime } from "./runtime.js";
-import { createApiListener } from "./transport/api-listener.js";
-import { Http1Transport } from "./transport/http1.js";
-import { Http2Transport } from "./transport/http2.js";
-import { serverTls } from "./transport/server-tls.js";
-import { VERSION } from "./version.js";
+import { systemClock, type Clock } from "../base/clock.js";
+import { loadConfig, type LoadedConfig } from "../config/load.js";
+import { hashOf } from "../config/named-files.js";
+import { AccessLog } from "../observability/access-log.js";
+import { createLogger } from "../observability/logger.js";
+import { createMetrics, setConfigInfo, type GatewayMetrics } from "../observability/metrics.js";
+import { RequestMetrics } from "../observability/request-metrics.js";
+import { TracingObserver } from "../observability/tracing/observer.js";
+import { Pipeline } from "../core/pipeline.js";
+import type { GatewayConfig } from "../config/schema.js";
+import { HealthChecker, type HealthReport } from "../proxy/health-checker.js";
+import type { UpstreamSnapshot } from "../proxy/upstream.js";
+import {
+  buildRuntime,
+  endpointStates,
+  upstreamLoads,
+  releaseRuntime,
+  type Runtime,
+} from "../core/runtime.js";
+import { createApiListener } from "../transport/api-listener.js";
+import { Http1Transport } from "../transport/http1.js";
+import { Http2Transport } from "../transport/http2.js";
+import { serverTls } from "../transport/server-tls.js";
+import { VERSION } from "../base/version.js";
 
 /** Options of {@link createGateway}. */
 export interface GatewayOptions {

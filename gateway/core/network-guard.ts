@@ -17,8 +17,8 @@ import type { RequestTrace } from "../observability/tracing/request-trace.js";
 import type { Decision, Limiter } from "../ratelimit/limiter.js";
 import { guardKey, ipKey } from "../ratelimit/identity.js";
 import type { ResolvedPolicy } from "../ratelimit/policy.js";
-import type { Authenticator } from "./authenticator.js";
-import type { TokenInfo } from "./types.js";
+import type { Authenticator } from "../auth/authenticator.js";
+import type { TokenInfo } from "../base/token-info.js";
 
 /** What the guard made of a miss. `decision` is null where the limit store failed. */
 export type GuardedLookup =

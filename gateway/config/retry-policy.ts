@@ -2,8 +2,8 @@
  * A route's retry policy (SPEC §17 `routes[].retries`), compiled once per configuration: which
  * failures are retried, how often, each try's timeout and the backoff between tries.
  */
-import type { RetriesConfig } from "../config/route-schema.js";
-import type { UpstreamErrorReason } from "../observability/metrics.js";
+import type { RetriesConfig } from "./route-schema.js";
+import type { UpstreamErrorReason } from "../base/results.js";
 
 /** The compiled `retries` block. */
 export interface RetryPolicy {

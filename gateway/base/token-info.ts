@@ -1,6 +1,6 @@
 /**
- * Plain data of authentication (SPEC §5): what an introspection source answers and what the
- * pipeline receives.
+ * Plain data of authentication (SPEC §5): what a token source answers and what the pipeline, the
+ * limiter (identity, plan) and the proxy (forwarded subject headers) read.
  */
 import { hash } from "node:crypto";
 
@@ -55,35 +55,4 @@ export const INACTIVE: TokenInfo = Object.freeze({ active: false, scope: Object.
  */
 export function hashToken(token: string): string {
   return hash("sha256", token, "hex");
-}
-
-/** An introspection source answers for one token or fails. */
-export interface IntrospectionSource {
-  /** Names the source in log lines: an RFC 7662 endpoint or a static tokens file. */
-  readonly kind: "introspection" | "static";
-  /**
-   * @param token - the bearer token as sent (never logged)
-   * @returns the source's answer; an unknown token is `{ active: false }`
-   * @throws IntrospectionUnavailableError when the source cannot answer (network, timeout, 5xx,
-   *   unparsable reply)
-   */
-  introspect(token: string): Promise<TokenInfo>;
-  /** Releases sockets and timers. */
-  close?(): Promise<void>;
-}
-
-/** The source could not give an answer; the token cache may serve a stale entry instead. */
-export class IntrospectionUnavailableError extends Error {
-  /** Short reason for logs and metrics: `timeout`, `network`, `status`, `invalid_response`. */
-  readonly reason: string;
-  constructor(reason: string, message: string, options?: { cause?: unknown }) {
-    super(message, options);
-    this.name = "IntrospectionUnavailableError";
-    this.reason = reason;
-  }
-}
-
-/** The identity an authenticated call is counted against (SPEC §3): `sub`, else `client_id`. */
-export function identityOf(info: TokenInfo): string | undefined {
-  return info.sub ?? info.clientId ?? info.username;
 }

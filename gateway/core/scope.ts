@@ -3,13 +3,13 @@
  * request, created with every field so V8 keeps one hidden class. Transport-neutral: the transport
  * that received the request keeps its own objects and finds the scope on them under {@link SCOPE}.
  */
-import type { ErrorCode } from "./errors.js";
-import type { ClientProtocol } from "./facts.js";
-import type { RequestTrace } from "./observability/tracing/request-trace.js";
-import type { RateLimitHeaders } from "./ratelimit/headers.js";
-import type { Decision } from "./ratelimit/limiter.js";
-import type { ResolvedPolicy } from "./ratelimit/policy.js";
-import type { Route } from "./routing/routes.js";
+import type { ErrorCode } from "../base/error-catalog.js";
+import type { ClientProtocol } from "../base/request-facts.js";
+import type { RequestTrace } from "../observability/tracing/request-trace.js";
+import type { RateLimitHeaders } from "../ratelimit/headers.js";
+import type { Decision } from "../ratelimit/limiter.js";
+import type { ResolvedPolicy } from "../ratelimit/policy.js";
+import type { Route } from "../routing/routes.js";
 import type { Runtime } from "./runtime.js";
 
 /** The scope's slot on a transport's request and response objects (hoisted handlers, no closures). */

@@ -7,10 +7,10 @@ import path from "node:path";
 import { loadStaticTokens } from "../auth/static-source.js";
 import { TokensFileError } from "../auth/tokens-file.js";
 import { upstreamTls } from "../proxy/upstream-tls.js";
-import { endpointsOf } from "./upstream-schema.js";
+import { endpointsOf } from "../config/upstream-schema.js";
 import { serverTls } from "../transport/server-tls.js";
-import { ConfigFileError, type ConfigFinding } from "./finding.js";
-import type { GatewayConfig } from "./schema.js";
+import { ConfigFileError, type ConfigFinding } from "../config/finding.js";
+import type { GatewayConfig } from "../config/schema.js";
 
 const TOKENS_FILE = ["auth", "static", "tokens_file"] as const;
 

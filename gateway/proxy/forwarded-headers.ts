@@ -2,7 +2,7 @@
  * Request and response header hygiene of a proxy: hop-by-hop removal (RFC 9110 §7.6.1), the
  * client IP behind `trust_proxy` hops, and `X-Forwarded-For/-Proto/-Host`.
  */
-import type { HeaderMap } from "../facts.js";
+import type { HeaderMap } from "../base/request-facts.js";
 
 /** Hop-by-hop fields of RFC 9110 §7.6.1 plus the legacy `proxy-connection` and `keep-alive`. */
 const HOP_BY_HOP = [

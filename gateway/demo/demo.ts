@@ -2,11 +2,11 @@
  * `npm run demo`: the example docs upstream on 127.0.0.1:3000 and the gateway on
  * `config/demo.yaml` (memory store, static demo token, a small write limit), then the curl lines.
  */
-import { loadConfig } from "./config/load.js";
-import { endpointsOf } from "./config/upstream-schema.js";
-import { createDocsUpstream } from "./demo/upstream.js";
+import { loadConfig } from "../config/load.js";
+import { endpointsOf } from "../config/upstream-schema.js";
+import { createDocsUpstream } from "./upstream.js";
 import { DEMO_CONFIG } from "./demo-config.js";
-import { createGateway } from "./server.js";
+import { createGateway } from "../server/server.js";
 
 const file = process.env.GATEWAY_CONFIG ?? DEMO_CONFIG;
 const loaded = loadConfig(file);

@@ -13,23 +13,23 @@
  * shadow mode. Requests the transport's parser refused (400/408/431) enter at {@link refuse}.
  */
 import type { Logger } from "pino";
-import { hasScopes } from "./auth/chain.js";
-import { NetworkGuard } from "./auth/network-guard.js";
-import type { TokenInfo } from "./auth/types.js";
+import { hasScopes } from "../auth/chain.js";
+import { NetworkGuard } from "./network-guard.js";
+import type { TokenInfo } from "../base/token-info.js";
 import { Decisions } from "./decisions.js";
-import type { ErrorCode } from "./errors.js";
-import type { Clock } from "./clock.js";
-import type { RequestFacts } from "./facts.js";
-import { HotMetrics } from "./observability/hot-metrics.js";
-import type { GatewayMetrics } from "./observability/metrics.js";
+import type { ErrorCode } from "../base/error-catalog.js";
+import type { Clock } from "../base/clock.js";
+import type { RequestFacts } from "../base/request-facts.js";
+import { HotMetrics } from "../observability/hot-metrics.js";
+import type { GatewayMetrics } from "../observability/metrics.js";
 import { errorOutcome, PREFLIGHT, type Outcome } from "./outcome.js";
-import { clientIp } from "./proxy/forwarded.js";
-import { hashKeyOf } from "./proxy/hash-key.js";
-import { prepareUpstreamRequest } from "./proxy/upstream-request.js";
-import { identityOf, ipKey } from "./ratelimit/identity.js";
-import type { Decision } from "./ratelimit/limiter.js";
-import type { PlanPolicies, ResolvedPolicy } from "./ratelimit/policy.js";
-import { normalizeTarget } from "./routing/normalize.js";
+import { clientIp } from "../proxy/forwarded-headers.js";
+import { hashKeyOf } from "../proxy/hash-key.js";
+import { prepareUpstreamRequest } from "./upstream-request.js";
+import { identityOf, ipKey } from "../ratelimit/identity.js";
+import type { Decision } from "../ratelimit/limiter.js";
+import type { PlanPolicies, ResolvedPolicy } from "../ratelimit/policy.js";
+import { normalizeTarget } from "../routing/normalize.js";
 import { ProxyStep } from "./proxy-step.js";
 import type { RequestScope } from "./scope.js";
 import { statusBody } from "./status-endpoint.js";

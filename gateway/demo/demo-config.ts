@@ -2,12 +2,12 @@
 import { fileURLToPath } from "node:url";
 
 /**
- * Absolute path of `config/demo.yaml` in the installed package (from `dist/gateway/` or `gateway/`).
+ * Absolute path of `config/demo.yaml` in the installed package (from `dist/gateway/demo/` or `gateway/demo/`).
  * `gateway start` never falls back to it (issue 27: its well-known token would be an open door).
  */
 export const DEMO_CONFIG = fileURLToPath(
   new URL(
-    import.meta.url.includes("/dist/") ? "../../config/demo.yaml" : "../config/demo.yaml",
+    import.meta.url.includes("/dist/") ? "../../../config/demo.yaml" : "../../config/demo.yaml",
     import.meta.url,
   ),
 );

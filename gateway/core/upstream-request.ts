@@ -2,10 +2,10 @@
  * The headers and path the upstream receives (SPEC §5, §6), prepared in place on the request's
  * header map once the core decided to proxy.
  */
-import type { HeaderMap, RequestFacts } from "../facts.js";
-import type { TokenInfo } from "../auth/types.js";
+import type { HeaderMap, RequestFacts } from "../base/request-facts.js";
+import type { TokenInfo } from "../base/token-info.js";
 import type { Route } from "../routing/routes.js";
-import { setForwardedHeaders, stripHopByHop } from "./forwarded.js";
+import { setForwardedHeaders, stripHopByHop } from "../proxy/forwarded-headers.js";
 
 /** Identity headers the gateway sets; client copies are removed first. */
 const CLIENT_AUTH_HEADERS = [

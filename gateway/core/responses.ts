@@ -3,8 +3,8 @@
  * §3), as plain data: a status, header fields and a body. Transport writers put them on the wire;
  * nothing here knows `node:http`.
  */
-import { ERROR_CATALOG, errorBody, type ErrorCode } from "./errors.js";
-import type { HeaderMap } from "./facts.js";
+import { ERROR_CATALOG, errorBody, type ErrorCode } from "../base/error-catalog.js";
+import type { HeaderMap } from "../base/request-facts.js";
 import type { RequestScope } from "./scope.js";
 
 /** `Retry-After` (s) on a 503 the gateway produces. */

@@ -4,8 +4,8 @@
  * to an allowed origin — its own 400/401/403/404/429/5xx included, so a page can read its
  * rate-limit status and the 429 body instead of seeing an opaque network error.
  */
-import type { GatewayConfig } from "./config/schema.js";
-import type { HeaderMap } from "./facts.js";
+import type { GatewayConfig } from "../config/schema.js";
+import type { HeaderMap } from "../base/request-facts.js";
 
 type CorsConfig = NonNullable<GatewayConfig["cors"]>;
 

@@ -1,9 +1,9 @@
 /**
  * What the request core decided, as plain data; the transport writer turns it into bytes.
  */
-import { ERROR_CATALOG, type ErrorCode } from "./errors.js";
-import type { HeaderMap } from "./facts.js";
-import type { Upstream } from "./proxy/upstream.js";
+import { ERROR_CATALOG, type ErrorCode } from "../base/error-catalog.js";
+import type { HeaderMap } from "../base/request-facts.js";
+import type { Upstream } from "../proxy/upstream.js";
 
 /** The core's decision for one request. */
 export type Outcome =

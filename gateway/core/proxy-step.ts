@@ -10,28 +10,28 @@ import type { IncomingMessage } from "node:http";
 import type { Socket } from "node:net";
 import type { Readable } from "node:stream";
 import { performance } from "node:perf_hooks";
-import type { Clock } from "./clock.js";
-import { ERROR_CATALOG, type ErrorCode } from "./errors.js";
-import type { HeaderMap } from "./facts.js";
-import type { HotMetrics } from "./observability/hot-metrics.js";
-import type { UpstreamErrorReason } from "./observability/metrics.js";
+import type { Clock } from "../base/clock.js";
+import { ERROR_CATALOG, type ErrorCode } from "../base/error-catalog.js";
+import type { HeaderMap } from "../base/request-facts.js";
+import type { HotMetrics } from "../observability/hot-metrics.js";
+import type { UpstreamErrorReason } from "../base/results.js";
 import type { ProxyOutcome } from "./outcome.js";
-import type { Endpoint } from "./proxy/endpoint.js";
+import type { Endpoint } from "../proxy/endpoint.js";
 import {
   exchange,
   type ExchangeHooks,
   type ExchangeResult,
   type HeadWriter,
   type PlainRequest,
-} from "./proxy/exchange.js";
-import { limitBody } from "./proxy/body-limit.js";
-import { exchangeUpgrade } from "./proxy/exchange-upgrade.js";
-import { readWhole } from "./proxy/read-whole.js";
-import { IDEMPOTENT_METHODS, REPLAY_MAX_BYTES, type RetryPolicy } from "./proxy/retry-policy.js";
-import { stripHopByHop } from "./proxy/forwarded.js";
-import type { ProxyRequest, ResponseTarget } from "./proxy/client-io.js";
+} from "../proxy/exchange.js";
+import { limitBody } from "../proxy/body-limit.js";
+import { exchangeUpgrade } from "../proxy/exchange-upgrade.js";
+import { readWhole } from "../proxy/read-whole.js";
+import { IDEMPOTENT_METHODS, REPLAY_MAX_BYTES, type RetryPolicy } from "../config/retry-policy.js";
+import { stripHopByHop } from "../proxy/forwarded-headers.js";
+import type { ProxyRequest, ResponseTarget } from "../proxy/client-io.js";
 import { addGatewayFields, errorResponse, type GatewayResponse } from "./responses.js";
-import { serializeResponse } from "./transport/raw-response.js";
+import { serializeResponse } from "./raw-response.js";
 import type { RequestScope } from "./scope.js";
 
 /** The transport destroys the client's stream: the upstream failed after the head went out. */

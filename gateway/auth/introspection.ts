@@ -7,9 +7,7 @@ import { Pool } from "undici";
 import { pickClaims, type TokenInfo } from "../base/token-info.js";
 import { IntrospectionUnavailableError, type IntrospectionSource } from "./introspection-source.js";
 import type { GatewayMetrics } from "../observability/metrics.js";
-
-/** Milliseconds. */
-type Milliseconds = number;
+import type { Milliseconds } from "../base/clock.js";
 
 /** Sockets kept open to the introspection endpoint; further calls queue (inside their timeout). */
 const MAX_CONNECTIONS = 64;

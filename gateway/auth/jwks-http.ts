@@ -5,9 +5,7 @@
  * followed (as jose's own remote key set does not).
  */
 import { Agent } from "undici";
-
-/** Milliseconds. */
-type Milliseconds = number;
+import type { Milliseconds } from "../base/clock.js";
 
 /** Largest discovery document or key set accepted (bytes). */
 const MAX_RESPONSE_BYTES = 1024 * 1024;

@@ -34,9 +34,7 @@ import {
   type RequestTrace,
 } from "../observability/tracing/request-trace.js";
 import { IssuerDocuments, KeySetFetchError } from "./jwks-http.js";
-
-/** Milliseconds. */
-type Milliseconds = number;
+import type { Milliseconds } from "../base/clock.js";
 
 /** An unknown `kid` refetches the key set at most this often (SPEC §11). */
 export const UNKNOWN_KID_REFETCH_MS: Milliseconds = 30_000;

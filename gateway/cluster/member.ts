@@ -5,8 +5,7 @@
  */
 import type { Worker } from "node:cluster";
 import { isGatewayMessage, type FromWorker, type ToWorker } from "./messages.js";
-
-type Milliseconds = number;
+import type { Milliseconds } from "../base/clock.js";
 
 /**
  * A matcher for {@link Member.waitFor}: messages of `type` (and, for an exchange, of `id`).

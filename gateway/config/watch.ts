@@ -17,9 +17,7 @@
 import { createHash } from "node:crypto";
 import { readFileSync, statSync, watch, type FSWatcher } from "node:fs";
 import path from "node:path";
-
-/** Milliseconds. */
-type Milliseconds = number;
+import type { Milliseconds } from "../base/clock.js";
 
 /** Changes closer together than this are one (SPEC §20). */
 export const QUIET_MS: Milliseconds = 500;

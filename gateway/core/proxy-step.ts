@@ -9,7 +9,6 @@
 import type { IncomingMessage } from "node:http";
 import type { Socket } from "node:net";
 import type { Readable } from "node:stream";
-import { performance } from "node:perf_hooks";
 import type { Clock } from "../base/clock.js";
 import { ERROR_CATALOG, type ErrorCode } from "../base/error-catalog.js";
 import type { HeaderMap } from "../base/request-facts.js";
@@ -115,7 +114,7 @@ export class ProxyStep implements ExchangeHooks<RequestScope> {
     res: R,
     writer: HeadWriter<R>,
   ): Promise<ExchangeResult> {
-    scope.upstreamStartMs = performance.now();
+    scope.upstreamStartMs = this.clock.monotonicMs();
     const request: PlainRequest = {
       method: scope.method,
       path: outcome.path,
@@ -143,7 +142,7 @@ export class ProxyStep implements ExchangeHooks<RequestScope> {
   ): Promise<void> {
     if (scope.finished) return;
     req.url = outcome.path;
-    scope.upstreamStartMs = performance.now();
+    scope.upstreamStartMs = this.clock.monotonicMs();
     const result = await exchangeUpgrade(
       outcome.upstream,
       { req, socket, head, hashKey: outcome.hashKey },
@@ -151,7 +150,7 @@ export class ProxyStep implements ExchangeHooks<RequestScope> {
       this,
       scope.trace,
     );
-    if (result.status !== 0) scope.finish(result.status, performance.now());
+    if (result.status !== 0) scope.finish(result.status, this.clock.monotonicMs());
   }
 
   /** {@link ExchangeHooks}: the 502/504 on the raw socket, now. */
@@ -159,7 +158,7 @@ export class ProxyStep implements ExchangeHooks<RequestScope> {
     const answer = this.answer(result);
     if (answer === null || answer === CUT) return;
     socket.end(serializeResponse(answer));
-    scope.finish(answer.status, performance.now());
+    scope.finish(answer.status, this.clock.monotonicMs());
   }
 
   /** {@link ExchangeHooks}: the access line names the endpoint of the latest attempt. */
@@ -174,7 +173,7 @@ export class ProxyStep implements ExchangeHooks<RequestScope> {
    * re-frames the body, and the gateway's fields written over the upstream's.
    */
   upstreamHead(scope: RequestScope, headers: HeaderMap, _endpoint: Endpoint, upgraded: boolean): void {
-    scope.upstreamMs = performance.now() - scope.upstreamStartMs;
+    scope.upstreamMs = this.clock.monotonicMs() - scope.upstreamStartMs;
     this.hot.upstream(scope.route!.upstream, scope.upstreamMs / 1000);
     if (scope.admitted !== null) scope.admitted.sample(scope.upstreamMs);
     stripHopByHop(headers, upgraded);
@@ -196,7 +195,7 @@ export class ProxyStep implements ExchangeHooks<RequestScope> {
     // The client must see a broken stream, not a short body; the exchange is logged and counted as
     // the upstream's failure, not as a client abort.
     scope.errorCode = code;
-    scope.finish(ERROR_CATALOG[code].status, performance.now());
+    scope.finish(ERROR_CATALOG[code].status, this.clock.monotonicMs());
     return CUT;
   }
 }

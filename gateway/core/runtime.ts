@@ -4,7 +4,6 @@
  * limiter, the authenticators and the upstream clients survive a reload when their settings did
  * not change, so counts, cached tokens and pooled connections are not lost.
  */
-import { performance } from "node:perf_hooks";
 import type { Logger } from "pino";
 import { CachedIntrospection, type Authenticator } from "../auth/authenticator.js";
 import { AuthenticatorChain } from "../auth/chain.js";
@@ -44,6 +43,8 @@ export interface RuntimeDeps {
 /** The compiled configuration. */
 export interface Runtime {
   readonly config: GatewayConfig;
+  /** The gateway's clock (durations: `monotonicMs`). */
+  readonly clock: Clock;
   readonly routes: RouteTable;
   readonly classifier: Classifier;
   /** Resolved policies per class, and the anonymous one. */
@@ -98,7 +99,6 @@ function authenticatorsOf(config: GatewayConfig, deps: RuntimeDeps): Authenticat
 }
 
 const same = (a: unknown, b: unknown): boolean => JSON.stringify(a) === JSON.stringify(b);
-const monotonicMs = (): number => performance.now();
 
 /**
  * Compiles a configuration. Pass the previous runtime to keep its limiter, authenticators and
@@ -140,7 +140,7 @@ export function buildRuntime(config: GatewayConfig, deps: RuntimeDeps, previous?
   const traceSettings = tracingSettings(config.tracing, process.env);
   const kept = previous?.tracing ?? null;
   const upstreams = new Map<string, Upstream>();
-  const upstreamDeps = { metrics: deps.metrics, logger: deps.logger, nowMs: monotonicMs };
+  const upstreamDeps = { metrics: deps.metrics, logger: deps.logger, nowMs: () => deps.clock.monotonicMs() };
   for (const [name, u] of Object.entries(config.upstreams)) {
     const upstream = reused.get(name) ?? new Upstream(name, u, tls.get(name)!, upstreamDeps);
     upstream.admission?.configure(config.load_shedding);
@@ -148,6 +148,7 @@ export function buildRuntime(config: GatewayConfig, deps: RuntimeDeps, previous?
   }
   return {
     config,
+    clock: deps.clock,
     routes: new RouteTable(config),
     classifier: new Classifier(config),
     policies: compilePolicies(config),

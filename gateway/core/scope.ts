@@ -5,6 +5,7 @@
  */
 import type { ErrorCode } from "../base/error-catalog.js";
 import type { ClientProtocol } from "../base/request-facts.js";
+import type { FinishObserver, FinishedRequest } from "../observability/finished-request.js";
 import type { RequestTrace } from "../observability/tracing/request-trace.js";
 import type { RateLimitHeaders } from "../ratelimit/headers.js";
 import type { Decision } from "../ratelimit/limiter.js";
@@ -16,22 +17,13 @@ import type { Runtime } from "./runtime.js";
 export const SCOPE: unique symbol = Symbol("gateway.scope");
 
 /**
- * Subscribes to the end of every request (Fastify's `onResponse` hooks): metrics, the access line,
- * a span. Called once per request, after the response was sent or the client went away.
+ * Everything the pipeline learns about one request, written by the core (and the exchange through
+ * the core's hooks); once finished, the observers read it as a {@link FinishedRequest}.
  */
-export interface FinishObserver {
-  /**
-   * @param status - the status sent (499 when the client went away first, 101 for an upgrade)
-   * @param durationMs - accept to finish (ms)
-   */
-  onFinish(scope: RequestScope, status: number, durationMs: number): void;
-}
-
-/** Everything the pipeline learns about one request. */
-export class RequestScope {
+export class RequestScope implements FinishedRequest {
   /** `X-Request-Id`, taken from the request when well-formed, else generated. */
   requestId: string;
-  /** `performance.now()` at accept (ms). */
+  /** The clock's monotonic reading at accept (ms). */
   readonly startMs: number;
   /** The configuration this request runs on from start to finish (a reload never mixes two). */
   readonly runtime: Runtime;
@@ -59,7 +51,7 @@ export class RequestScope {
   corsAllowed: string | null = null;
   /** Catalog code when the gateway answered itself. */
   errorCode: ErrorCode | null = null;
-  /** `performance.now()` when the upstream request was sent (ms), or -1. */
+  /** The clock's monotonic reading when the upstream request was sent (ms), or -1. */
   upstreamStartMs = -1;
   /** Upstream time to response headers (ms), or -1. */
   upstreamMs = -1;
@@ -79,6 +71,10 @@ export class RequestScope {
   attempts = 0;
   /** The request's spans while tracing is on (SPEC §13), else null: nothing is allocated. */
   trace: RequestTrace | null = null;
+  /** The status sent, set by {@link finish} (0 before). */
+  status = 0;
+  /** Accept to finish (ms), set by {@link finish} (-1 before). */
+  durationMs = -1;
   /** The observers were told. */
   finished = false;
 
@@ -98,12 +94,18 @@ export class RequestScope {
     this.observers = observers;
   }
 
-  /** Tells every observer once; later calls do nothing. @param status - the status sent */
+  /**
+   * The one end of a request: records its status and duration, releases its admission and tells
+   * every observer once; later calls do nothing.
+   * @param status - the status sent (499 when the client went away first)
+   * @param nowMs - the clock's monotonic reading (ms)
+   */
   finish(status: number, nowMs: number): void {
     if (this.finished) return;
     this.finished = true;
+    this.status = status;
+    this.durationMs = nowMs - this.startMs;
     if (this.admitted !== null) this.admitted.release();
-    const durationMs = nowMs - this.startMs;
-    for (const o of this.observers) o.onFinish(this, status, durationMs);
+    for (const o of this.observers) o.onFinish(this);
   }
 }

@@ -12,7 +12,7 @@
  * IP (a client's `traceparent` only as the trace id, which the propagator validated as 32 hex digits).
  */
 import pino, { type DestinationStream, type Logger } from "pino";
-import type { FinishObserver, RequestScope } from "../core/scope.js";
+import type { FinishObserver, FinishedRequest } from "./finished-request.js";
 
 /** Plain shape of one access line (for tests and log pipelines). */
 export interface AccessLine {
@@ -78,17 +78,9 @@ export class AccessLog implements FinishObserver {
   }
 
   /** {@link FinishObserver}: one line per request. */
-  onFinish(scope: RequestScope, status: number, durationMs: number): void {
-    this.write(scope, status, durationMs);
-  }
-
-  /**
-   * Writes one line.
-   * @param status - the status sent (499 when the client aborted)
-   * @param durationMs - accept to close (ms)
-   */
-  write(scope: RequestScope, status: number, durationMs: number): void {
+  onFinish(scope: FinishedRequest): void {
     if (this.logger.levelVal > INFO) return;
+    const status = scope.status;
     const route = scope.route;
     const decision = scope.decision;
     const plan = scope.policy === null ? null : scope.policy.plan;
@@ -98,7 +90,7 @@ export class AccessLog implements FinishObserver {
       `,"route":${route === null ? "null" : JSON.stringify(route.prefix)}` +
       `,"class":${scope.className === "" ? "null" : JSON.stringify(scope.className)}` +
       `,"plan":${plan === null ? "null" : JSON.stringify(plan)}` +
-      `,"status":${status},"durationMs":${ms(durationMs)}` +
+      `,"status":${status},"durationMs":${ms(scope.durationMs)}` +
       `,"upstreamMs":${scope.upstreamMs >= 0 ? ms(scope.upstreamMs) : "null"}` +
       `,"endpoint":${scope.endpoint === null ? "null" : scope.endpoint.json}` +
       `,"attempts":${scope.attempts === 0 ? "null" : scope.attempts}` +

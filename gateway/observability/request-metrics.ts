@@ -2,7 +2,7 @@
  * The request metrics as a finish observer: `gateway_requests_total`,
  * `gateway_request_duration_seconds` and the in-flight gauge (raised by the transport at accept).
  */
-import type { FinishObserver, RequestScope } from "../core/scope.js";
+import type { FinishObserver, FinishedRequest } from "./finished-request.js";
 import type { HotMetrics } from "./hot-metrics.js";
 import type { GatewayMetrics } from "./metrics.js";
 
@@ -13,8 +13,8 @@ export class RequestMetrics implements FinishObserver {
     private readonly hot: HotMetrics,
   ) {}
 
-  onFinish(scope: RequestScope, status: number, durationMs: number): void {
+  onFinish(r: FinishedRequest): void {
     this.metrics.inflightNow.value--;
-    this.hot.request(scope.route?.prefix ?? "none", scope.className || "none", status, durationMs / 1000);
+    this.hot.request(r.route?.prefix ?? "none", r.className || "none", r.status, r.durationMs / 1000);
   }
 }

@@ -24,9 +24,7 @@
  * calculation window"): the limit drops to `min_limit` until {@link WINDOW_SAMPLES} calls made
  * with at most `min_limit` in flight have answered; their smallest latency is the new no-load one.
  */
-
-/** Milliseconds, the unit of every time here. */
-export type Milliseconds = number;
+import type { Milliseconds } from "../base/clock.js";
 
 /** `Gradient2Limit`'s `initialLimit` default; SPEC §18 starts here, clamped to the bounds. */
 export const INITIAL_LIMIT = 20;

@@ -57,6 +57,7 @@ export function createLimiter(config: GatewayConfig, deps: LimiterDeps): Limiter
       limitDivisor: rl.expected_replicas,
     }),
     failureMode: rl.failure_mode,
+    clock: deps.clock,
     metrics: deps.metrics,
     logger: deps.logger,
     ...(deps.probeIntervalMs === undefined ? {} : { probeIntervalMs: deps.probeIntervalMs }),
@@ -68,6 +69,10 @@ export function createLimiter(config: GatewayConfig, deps: LimiterDeps): Limiter
   const open = rl.failure_mode === "open";
   // A request's trace reaches the Redis store only with a call that goes there (its
   // `ratelimit.redis` span): a local answer of the rejection cache or of the fallback records none.
-  const limiter = new RejectionCache({ inner: failover, metrics: deps.metrics });
+  const limiter = new RejectionCache({
+    inner: failover,
+    metrics: deps.metrics,
+    monotonicMs: () => deps.clock.monotonicMs(),
+  });
   return { limiter, ready: () => open || failover.healthy, started: () => store.started() };
 }

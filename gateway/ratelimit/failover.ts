@@ -29,6 +29,7 @@
  * what Redis holds.
  */
 import type { Logger } from "pino";
+import { systemClock, type Clock } from "../base/clock.js";
 import type { GatewayMetrics } from "../observability/metrics.js";
 import type { RequestTrace } from "../observability/tracing/request-trace.js";
 import { LimitStoreError, type Decision, type Limiter, type LimitPolicy } from "./limiter.js";
@@ -49,6 +50,8 @@ export interface FailoverOptions {
   /** The local store used while failing open; built with `limitDivisor: expected_replicas`. */
   fallback: Limiter;
   failureMode: "open" | "closed";
+  /** Times calls and outages (`monotonicMs`); the system clock by default. */
+  clock?: Clock;
   metrics: Pick<GatewayMetrics, "storeErrors" | "storeDuration" | "storeDegraded">;
   logger: Logger;
   /** Time between probes during an outage, and between idle checks outside one (ms). @default 1000 */
@@ -77,7 +80,7 @@ export class FailoverLimiter implements Limiter {
   private readonly ping: (() => Promise<unknown>) | undefined;
   /** Pre-bound child: no label hashing on every limiter call. */
   private readonly duration: { observe(seconds: number): void };
-  /** `performance.now()` when the current outage began; undefined while healthy. */
+  /** The clock's monotonic reading when the current outage began; undefined while healthy. */
   private outageSince: number | undefined;
   private degradedCalls = 0;
   /** A call answered since the last tick: the store is known to work, no ping needed. */
@@ -85,7 +88,10 @@ export class FailoverLimiter implements Limiter {
   private probeTimer: NodeJS.Timeout | undefined;
   private closed = false;
 
+  private readonly clock: Clock;
+
   constructor(o: FailoverOptions) {
+    this.clock = o.clock ?? systemClock;
     this.primary = o.primary;
     this.fallback = o.fallback;
     this.open = o.failureMode === "open";
@@ -134,16 +140,16 @@ export class FailoverLimiter implements Limiter {
     trace: RequestTrace | null,
   ): Promise<Decision> {
     if (this.outageSince !== undefined) return this.local(key, policy, count, undefined);
-    const started = performance.now();
+    const started = this.clock.monotonicMs();
     try {
       const d = await (count
         ? this.primary.consume(key, policy, trace)
         : this.primary.peek(key, policy, trace));
-      this.duration.observe((performance.now() - started) / 1000);
+      this.duration.observe((this.clock.monotonicMs() - started) / 1000);
       this.answered = true;
       return d;
     } catch (err) {
-      this.duration.observe((performance.now() - started) / 1000);
+      this.duration.observe((this.clock.monotonicMs() - started) / 1000);
       this.failed(err);
       return this.local(key, policy, count, err);
     }
@@ -166,7 +172,7 @@ export class FailoverLimiter implements Limiter {
     const reason: StoreFailureReason = err instanceof LimitStoreError ? err.reason : "reply";
     this.metrics.storeErrors.inc({ store: "redis", reason });
     if (this.outageSince !== undefined || this.closed) return;
-    this.outageSince = performance.now();
+    this.outageSince = this.clock.monotonicMs();
     this.degradedCalls = 0;
     this.metrics.storeDegraded.set(1);
     this.logger.error(
@@ -207,18 +213,18 @@ export class FailoverLimiter implements Limiter {
   }
 
   private async probe(): Promise<void> {
-    const started = performance.now();
+    const started = this.clock.monotonicMs();
     try {
       await this.primary.consume("probe", PROBE_POLICY);
     } catch (err) {
-      this.duration.observe((performance.now() - started) / 1000);
+      this.duration.observe((this.clock.monotonicMs() - started) / 1000);
       const reason = err instanceof LimitStoreError ? err.reason : "reply";
       this.metrics.storeErrors.inc({ store: "redis", reason });
       return;
     }
-    this.duration.observe((performance.now() - started) / 1000);
+    this.duration.observe((this.clock.monotonicMs() - started) / 1000);
     if (this.closed || this.outageSince === undefined) return;
-    const outageMs = Math.round(performance.now() - this.outageSince);
+    const outageMs = Math.round(this.clock.monotonicMs() - this.outageSince);
     this.outageSince = undefined;
     this.metrics.storeDegraded.set(0);
     this.logger.warn(

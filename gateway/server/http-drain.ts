@@ -19,8 +19,7 @@ import http, { type ServerResponse } from "node:http";
 import type { Http2Session } from "node:http2";
 import type { Duplex } from "node:stream";
 import type { ApiServer } from "../transport/api-listener.js";
-
-type Milliseconds = number;
+import type { Milliseconds } from "../base/clock.js";
 
 const TRACKED: unique symbol = Symbol("gateway.drain");
 type TrackedResponse = ServerResponse & { [TRACKED]?: Set<ServerResponse> };

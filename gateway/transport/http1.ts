@@ -9,7 +9,6 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Socket } from "node:net";
 import type { Duplex } from "node:stream";
 import type { TLSSocket } from "node:tls";
-import { performance } from "node:perf_hooks";
 import type { ErrorCode } from "../base/error-catalog.js";
 import type { HeaderMap, RequestFacts } from "../base/request-facts.js";
 import { errorResponse, jsonResponse, preflightResponse, type GatewayResponse } from "../core/responses.js";
@@ -131,7 +130,7 @@ export class Http1Transport extends Writer<ServerResponse> {
   private writeRaw(socket: Socket, scope: RequestScope, r: GatewayResponse): void {
     if (socket.writable) socket.end(serializeResponse(r));
     else socket.destroy();
-    scope.finish(r.status, performance.now());
+    scope.finish(r.status, this.d.clock.monotonicMs());
   }
 }
 
@@ -166,5 +165,6 @@ function ignore(): void {}
 
 /** An upgrade's client left before any answer: counted as 499. */
 function onSocketClose(this: Scoped<Duplex>): void {
-  this[SCOPE]?.finish(499, performance.now());
+  const scope = this[SCOPE];
+  scope?.finish(499, scope.runtime.clock.monotonicMs());
 }

@@ -12,7 +12,6 @@ import type { HeaderMap, RequestFacts } from "../base/request-facts.js";
 import type { GatewayResponse } from "../core/responses.js";
 import { SCOPE } from "../core/scope.js";
 import { clientCertSubject } from "./client-cert.js";
-import { performance } from "node:perf_hooks";
 import { Writer, type Scoped } from "./writer.js";
 
 /** The `request` listener for HTTP/2 streams of the TLS listener. */
@@ -71,5 +70,6 @@ function factsOf(req: Http2ServerRequest): RequestFacts {
  */
 function onStreamClose(this: Scoped<Http2ServerResponse>): void {
   const completed = this.writableFinished && this.stream.rstCode === http2.constants.NGHTTP2_NO_ERROR;
-  this[SCOPE]?.finish(completed ? this.statusCode : 499, performance.now());
+  const scope = this[SCOPE];
+  scope?.finish(completed ? this.statusCode : 499, scope.runtime.clock.monotonicMs());
 }

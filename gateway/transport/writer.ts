@@ -7,7 +7,6 @@
  * no connection-specific fields).
  */
 import { randomUUID } from "node:crypto";
-import { performance } from "node:perf_hooks";
 import type { Logger } from "pino";
 import type { Clock } from "../base/clock.js";
 import type { ClientProtocol, HeaderMap, RequestFacts } from "../base/request-facts.js";
@@ -19,7 +18,8 @@ import type { ProxyRequest, ResponseTarget } from "../proxy/client-io.js";
 import { CUT } from "../core/proxy-step.js";
 import { errorResponse, jsonResponse, preflightResponse, type GatewayResponse } from "../core/responses.js";
 import type { Runtime } from "../core/runtime.js";
-import { RequestScope, SCOPE, type FinishObserver } from "../core/scope.js";
+import { RequestScope, SCOPE } from "../core/scope.js";
+import type { FinishObserver } from "../observability/finished-request.js";
 
 /** A transport's object carrying the request's scope. */
 export type Scoped<T> = T & { [SCOPE]?: RequestScope };
@@ -65,7 +65,7 @@ export abstract class Writer<Res extends ResponseTarget> implements HeadWriter<R
       typeof id === "string" && REQUEST_ID.test(id) ? id : randomUUID(),
       method ?? "GET",
       protocol,
-      performance.now(),
+      this.d.clock.monotonicMs(),
       this.d.runtime(),
       this.d.observers,
     );
@@ -113,5 +113,6 @@ export abstract class Writer<Res extends ResponseTarget> implements HeadWriter<R
 
 /** `close` listener of a response: the observers are told, with 499 when the client went first. */
 export function onResponseClose(this: Scoped<ResponseTarget & { statusCode: number }>): void {
-  this[SCOPE]?.finish(this.writableFinished ? this.statusCode : 499, performance.now());
+  const scope = this[SCOPE];
+  scope?.finish(this.writableFinished ? this.statusCode : 499, scope.runtime.clock.monotonicMs());
 }

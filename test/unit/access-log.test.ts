@@ -13,6 +13,13 @@ import type { Runtime } from "../../gateway/core/runtime.js";
 import type { Route } from "../../gateway/routing/routes.js";
 import { RequestScope } from "../../gateway/core/scope.js";
 
+/** The scope as the observers get it once finished (status and duration recorded). */
+function done(scope: RequestScope, status: number, durationMs: number): RequestScope {
+  scope.status = status;
+  scope.durationMs = durationMs;
+  return scope;
+}
+
 /** A destination that keeps every write as it came. */
 function sink(): { writes: string[]; write(chunk: string): void; lines(): Record<string, unknown>[] } {
   return {
@@ -101,7 +108,7 @@ function expectPinoBytes(f: Fields): string {
   const { level: _l, service: _s, msg: _m, ...obj } = expected(f);
   createLogger("info", theirs).info(obj, "request");
   const log = new AccessLog(createLogger("info", ours));
-  log.write(scopeOf(f), f.status, f.durationMs);
+  log.onFinish(done(scopeOf(f), f.status, f.durationMs));
   log.flush();
   const strip = (s: string) => s.replace(/"time":"[^"]*"/, '"time":""');
   expect(strip(ours.writes.join(""))).toBe(strip(theirs.writes.join("")));
@@ -137,7 +144,7 @@ describe("AccessLog", () => {
       fc.property(fields, (f) => {
         const dest = sink();
         const log = new AccessLog(createLogger("info", dest));
-        log.write(scopeOf(f), f.status, f.durationMs);
+        log.onFinish(done(scopeOf(f), f.status, f.durationMs));
         log.flush();
         const [line, ...rest] = dest.lines();
         expect(rest).toEqual([]);
@@ -186,7 +193,7 @@ describe("AccessLog", () => {
   it("writes nothing when the logger's level is above info", () => {
     const dest = sink();
     const log = new AccessLog(createLogger("warn", dest));
-    log.write(scopeOf({ ...baseFields(), status: 200 }), 200, 1);
+    log.onFinish(done(scopeOf({ ...baseFields(), status: 200 }), 200, 1));
     log.flush();
     expect(dest.writes).toEqual([]);
   });
@@ -196,8 +203,8 @@ describe("AccessLog", () => {
     const log = new AccessLog(createLogger("info", dest));
     const scope = scopeOf(baseFields());
     scope.errorCode = "rate_limited";
-    log.write(scope, 429, 2);
-    log.write(scopeOf(baseFields()), 499, 3);
+    log.onFinish(done(scope, 429, 2));
+    log.onFinish(done(scopeOf(baseFields()), 499, 3));
     log.flush();
     const [limited, aborted] = dest.lines();
     expect(limited).toMatchObject({ status: 429, error: "rate_limited" });
@@ -209,7 +216,7 @@ describe("AccessLog", () => {
     const dest = sink();
     const log = new AccessLog(createLogger("info", dest));
     const scope = scopeOf(baseFields());
-    for (let i = 0; i < 150; i++) log.write(scope, 200, i);
+    for (let i = 0; i < 150; i++) log.onFinish(done(scope, 200, i));
     expect(dest.writes.length).toBeGreaterThan(0);
     for (const w of dest.writes) {
       expect(w.length).toBeGreaterThanOrEqual(16384);

@@ -19,6 +19,13 @@ import { RequestScope } from "../../gateway/core/scope.js";
 import { parsePrometheusText } from "../helpers/prom.js";
 import { prng } from "../helpers/prng.js";
 
+/** The scope as the observers get it once finished (status and duration recorded). */
+function done(scope: RequestScope, status: number, durationMs: number): RequestScope {
+  scope.status = status;
+  scope.durationMs = durationMs;
+  return scope;
+}
+
 /** A destination that keeps each write and can pretend to be full. */
 class Sink extends EventEmitter {
   readonly writes: string[] = [];
@@ -139,7 +146,7 @@ describe("a worker's access line", () => {
     const scope = new RequestScope("r1", "GET", "1.1", 0, {} as Runtime, []);
     scope.clientIp = "10.0.0.1";
     const log = new AccessLog(logger);
-    log.write(scope, 200, 1.5);
+    log.onFinish(done(scope, 200, 1.5));
     log.flush();
     logger.info({ reqId: "r2" }, "request");
     const [access, pino] = writes

@@ -3,9 +3,7 @@
  * platform engineer sees from one run whether the file's Redis, identity provider and upstreams are
  * reachable with the settings it holds. Never a secret: passwords are masked in what is printed.
  */
-
-/** Milliseconds. */
-export type Milliseconds = number;
+import type { Milliseconds } from "../../base/clock.js";
 
 /** The result of one attempt. */
 export interface ProbeResult {

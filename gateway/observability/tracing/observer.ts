@@ -14,7 +14,7 @@ import {
   ATTR_NETWORK_PROTOCOL_VERSION,
   ATTR_URL_PATH,
 } from "@opentelemetry/semantic-conventions";
-import type { FinishObserver, RequestScope } from "../../core/scope.js";
+import type { FinishObserver, FinishedRequest } from "../finished-request.js";
 import { spanMethod } from "./request-trace.js";
 
 /** `gateway.ratelimit.plan` of a call without a plan (SPEC §10 plans name theirs). */
@@ -23,7 +23,8 @@ const NO_PLAN = "none";
 /** Ends each traced request's SERVER span (and a CLIENT span its upstream left open). */
 export class TracingObserver implements FinishObserver {
   /** @param status - as the access line shows it: 499 when the client went away first */
-  onFinish(scope: RequestScope, status: number, durationMs: number): void {
+  onFinish(scope: FinishedRequest): void {
+    const status = scope.status;
     const t = scope.trace;
     if (t === null) return;
     // Normally ended at the upstream's response head or failure; left open only when the client
@@ -65,6 +66,6 @@ export class TracingObserver implements FinishObserver {
       span.setAttribute(ATTR_ERROR_TYPE, String(status));
       span.setStatus({ code: SpanStatusCode.ERROR });
     }
-    span.end(scope.startMs + durationMs);
+    span.end(scope.startMs + scope.durationMs);
   }
 }

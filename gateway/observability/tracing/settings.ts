@@ -7,9 +7,7 @@
  * certificates) itself.
  */
 import type { TracingConfig } from "../../config/tracing-schema.js";
-
-/** Milliseconds. */
-type Milliseconds = number;
+import type { Milliseconds } from "../../base/clock.js";
 
 /** Resolved tracing settings; null from {@link tracingSettings} means tracing is off. */
 export interface TracingSettings {

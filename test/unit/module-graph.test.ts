@@ -1,7 +1,7 @@
 /**
- * House rules a script can check (issue 11 §9): no import cycle among the gateway's modules, type
- * imports included (a cycle of types still ties two modules' designs together), and no source file
- * over 300 lines.
+ * House rules a script can check (issue 11 §9, issue 28): the layering of the README's Architecture
+ * section, no import cycle among the gateway's modules, type imports included (a cycle of types
+ * still ties two modules' designs together), and no source file over 300 lines.
  */
 import { readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
@@ -29,6 +29,46 @@ const graph = new Map<string, string[]>(
   ]),
 );
 
+/**
+ * The layers, top to bottom (README "Architecture"): entry (main, cli, demo → cluster → server) →
+ * transport → core → steps (routing, cors, auth, ratelimit, proxy: none imports another) →
+ * observability → base (config → base). A module imports only modules of its own folder or of a
+ * lower rank; the steps share a rank, so a step that needs another's word finds it lower down.
+ */
+const RANK: Readonly<Record<string, number>> = {
+  "main.ts": 9,
+  cli: 8,
+  demo: 8,
+  cluster: 7,
+  server: 6,
+  transport: 5,
+  core: 4,
+  routing: 3,
+  cors: 3,
+  auth: 3,
+  ratelimit: 3,
+  proxy: 3,
+  observability: 2,
+  config: 1,
+  base: 0,
+};
+
+/** The top-level folder (or root file) a module belongs to. */
+const folderOf = (f: string): string => path.relative(ROOT, f).split(path.sep)[0]!;
+
+/** Imports that cross folders, as `from-folder -> to-folder: file -> file`. */
+function crossings(): { from: string; to: string; edge: string }[] {
+  const out: { from: string; to: string; edge: string }[] = [];
+  for (const [f, deps] of graph) {
+    for (const d of deps) {
+      const from = folderOf(f);
+      const to = folderOf(d);
+      if (from !== to) out.push({ from, to, edge: `${path.relative(ROOT, f)} -> ${path.relative(ROOT, d)}` });
+    }
+  }
+  return out;
+}
+
 /** Every cycle's modules, found by depth-first search (each reported once, from its first module). */
 function cycles(): string[][] {
   const found: string[][] = [];
@@ -53,6 +93,23 @@ describe("the gateway's module graph", () => {
   it("reads every module and resolves its relative imports", () => {
     expect(files.length).toBeGreaterThan(40);
     for (const [f, deps] of graph) for (const d of deps) expect(files, `${f} imports ${d}`).toContain(d);
+  });
+
+  it("places every top-level folder and root file in a layer", () => {
+    const top = [...new Set(files.map(folderOf))].sort();
+    expect(top.filter((t) => RANK[t] === undefined)).toEqual([]);
+    expect(Object.keys(RANK).sort()).toEqual(top);
+  });
+
+  it("imports only downward, across layers (README: Architecture)", () => {
+    const upward = crossings().filter(({ from, to }) => !(RANK[from]! > RANK[to]!));
+    expect(upward.map((c) => c.edge)).toEqual([]);
+  });
+
+  it("has no pair of folders that import each other", () => {
+    const pairs = new Set(crossings().map(({ from, to }) => `${from}>${to}`));
+    const both = [...pairs].filter((p) => pairs.has(p.split(">").reverse().join(">")));
+    expect(both).toEqual([]);
   });
 
   it("has no import cycle", () => {

@@ -40,6 +40,7 @@ import { LineRelay, type LineSink } from "./line-relay.js";
 import { is, Member } from "./member.js";
 import { GroupUpstreams } from "./group-upstreams.js";
 import { combineMetrics, type MetricSource } from "./metrics.js";
+import { systemClock } from "../base/clock.js";
 
 /** A worker has this long to build its gateway and bind (ms); tsx-compiled sources are slow. */
 const START_TIMEOUT_MS = 30_000;
@@ -203,7 +204,7 @@ class Primary {
    */
   private async reload(trigger: ReloadTrigger): Promise<void> {
     if (this.stopping) return;
-    const started = performance.now();
+    const started = systemClock.monotonicMs();
     const serving = [...this.members.values()].filter((m) => m.listening);
     const result = await reloadGroup(this.file, this.count, serving, ++this.sequence, this.pools.states());
     this.follower.update(result.ok ? result.next.config : this.current.config, this.current.baseDir);
@@ -214,7 +215,7 @@ class Primary {
     this.pools.configure(result.next);
     const configHash = hashOf(result.next);
     setConfigInfo(this.metrics.configInfo, configHash);
-    const durationMs = Math.round(performance.now() - started);
+    const durationMs = Math.round(systemClock.monotonicMs() - started);
     this.logger.info(
       { file: this.file, trigger, workers: serving.length, durationMs, configHash },
       "configuration reloaded",

@@ -66,7 +66,7 @@ export class Pipeline {
     const rt = scope.runtime;
     if (rt.tracing !== null)
       scope.trace = rt.tracing.begin(facts.headers, scope.method, scope.startMs, facts.secure);
-    scope.clientIp = clientIp(facts.peerAddress, facts.headers["x-forwarded-for"], rt.config.trust_proxy);
+    scope.clientIp = clientIp(facts.peerAddress, facts.headers["x-forwarded-for"], rt.request.trustProxy);
     // RFC 9112 §3.2: exactly one Host on HTTP/1.1; never forwarded otherwise.
     if (facts.protocol === "1.1" && facts.hostFields !== 1) return this.rejectAnonymous(scope, "bad_host");
     const cors = rt.cors;
@@ -78,12 +78,12 @@ export class Pipeline {
     if (cors !== null && scope.method === "OPTIONS" && origin !== undefined) {
       if (facts.headers["access-control-request-method"] !== undefined) return this.preflight(scope);
     }
-    const statusPath = rt.config.rate_limits.status_path;
+    const statusPath = rt.request.statusPath;
     const route = statusPath === target.matchPath ? null : rt.routes.match(target.matchPath);
     if (route === undefined) return this.rejectAnonymous(scope, "not_found");
     scope.route = route;
     // SPEC §17: a body announced past the limit is refused from the head, never read.
-    const bodyLimit = route === null ? rt.config.listen.max_body_bytes : route.maxBodyBytes;
+    const bodyLimit = route === null ? rt.request.maxBodyBytes : route.maxBodyBytes;
     const length = facts.headers["content-length"];
     if (bodyLimit > 0 && typeof length === "string" && Number(length) > bodyLimit) {
       return this.rejectAnonymous(scope, "payload_too_large");

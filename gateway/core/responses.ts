@@ -84,7 +84,7 @@ export function errorResponse(scope: RequestScope, code: ErrorCode, nowMs: numbe
     if (code === "upstream_overloaded") headers["retry-after"] = String(OVERLOADED_RETRY_AFTER_S);
     else if (entry.status === 503) headers["retry-after"] = String(UNAVAILABLE_RETRY_AFTER_S);
   }
-  const challenge = challengeFor(code, scope.runtime.config.auth.realm, scope.route?.scopes);
+  const challenge = challengeFor(code, scope.runtime.request.realm, scope.route?.scopes);
   if (challenge !== null) headers["www-authenticate"] = challenge;
   headers["content-type"] = JSON_TYPE;
   headers["content-length"] = String(Buffer.byteLength(body));

@@ -40,9 +40,25 @@ export interface RuntimeDeps {
   baseDir: string;
 }
 
-/** The compiled configuration. */
+/** What the request path reads of the configuration's top-level keys, prepared once per load. */
+export interface RequestSettings {
+  /** `trust_proxy`: `X-Forwarded-For` hops trusted for the client IP. */
+  readonly trustProxy: number;
+  /** `rate_limits.status_path`: the path answered with the caller's status, or null (none). */
+  readonly statusPath: string | null;
+  /** `listen.max_body_bytes`: the body limit of a request no route matched (bytes, 0 = none). */
+  readonly maxBodyBytes: number;
+  /** `auth.realm`, for `WWW-Authenticate` challenges. */
+  readonly realm: string;
+}
+
+/**
+ * The compiled configuration: everything a request reads, prepared once per load; the request path
+ * never reads {@link Runtime.config} (kept for reloads and `/upstreams`).
+ */
 export interface Runtime {
   readonly config: GatewayConfig;
+  readonly request: RequestSettings;
   /** The gateway's clock (durations: `monotonicMs`). */
   readonly clock: Clock;
   readonly routes: RouteTable;
@@ -148,6 +164,12 @@ export function buildRuntime(config: GatewayConfig, deps: RuntimeDeps, previous?
   }
   return {
     config,
+    request: Object.freeze({
+      trustProxy: config.trust_proxy,
+      statusPath: config.rate_limits.status_path,
+      maxBodyBytes: config.listen.max_body_bytes,
+      realm: config.auth.realm,
+    }),
     clock: deps.clock,
     routes: new RouteTable(config),
     classifier: new Classifier(config),

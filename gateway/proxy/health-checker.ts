@@ -20,6 +20,7 @@ import { endpointName, endpointsOf } from "../config/upstream-schema.js";
 import { afterPendingIo } from "../base/after-pending-io.js";
 import { HealthState } from "./balancing/health-state.js";
 import { upstreamTls } from "./upstream-tls.js";
+import { systemClock, type Clock } from "../base/clock.js";
 
 /** One endpoint's active health state. */
 export interface HealthReport {
@@ -38,6 +39,8 @@ export interface HealthCheckerDeps {
   onChange: (report: HealthReport) => void;
   /** Directory TLS files resolve against. */
   baseDir: string;
+  /** Times the probes (`monotonicMs`); the system clock by default. */
+  clock?: Clock;
 }
 
 interface Target {
@@ -151,7 +154,7 @@ export class HealthChecker {
   }
 
   private async probe(t: Target): Promise<void> {
-    const startedMs = performance.now();
+    const startedMs = (this.deps.clock ?? systemClock).monotonicMs();
     let passed = false;
     try {
       // `timeout_ms` until the head, decided after the I/O already arrived is read.
@@ -185,6 +188,6 @@ export class HealthChecker {
     // The interval counts from the probe's start, so a slow endpoint is not probed less often.
     const interval = this.intervals.get(t.upstream)! + t.offsetMs;
     t.offsetMs = 0;
-    this.schedule(t, Math.max(0, interval - (performance.now() - startedMs)));
+    this.schedule(t, Math.max(0, interval - ((this.deps.clock ?? systemClock).monotonicMs() - startedMs)));
   }
 }

@@ -44,6 +44,7 @@ import type { HotCount } from "../observability/hot-families.js";
 import type { GatewayMetrics } from "../observability/metrics.js";
 import type { RequestTrace } from "../observability/tracing/request-trace.js";
 import type { Decision, Limiter, LimitPolicy } from "./limiter.js";
+import { systemClock } from "../base/clock.js";
 
 /** What the store said when nothing was left, kept until its Reset. */
 interface Exhausted {
@@ -89,7 +90,7 @@ export class RejectionCache implements Limiter {
 
   constructor(o: RejectionCacheOptions) {
     this.inner = o.inner;
-    this.monotonicMs = o.monotonicMs ?? (() => performance.now());
+    this.monotonicMs = o.monotonicMs ?? systemClock.monotonicMs;
     this.metrics = o.metrics;
     this.entries = new LRUCache({ max: o.maxEntries ?? 10_000 });
   }

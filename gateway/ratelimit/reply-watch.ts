@@ -29,6 +29,7 @@
  * A call that fails stays in ioredis's queue until its reply (or the connection's end) arrives, so
  * the connection's reply order is never disturbed.
  */
+import { systemClock } from "../base/clock.js";
 
 /** The longest a call waits, in command timeouts from its write, while Redis answers slowly. */
 export const MAX_WAIT_TIMEOUTS = 10;
@@ -88,11 +89,11 @@ export class ReplyWatch {
 
   /**
    * @param timeoutMs - `redis.command_timeout_ms` (ms)
-   * @param now - monotonic clock (ms) @default performance.now
+   * @param now - monotonic clock (ms) @default the system clock's `monotonicMs`
    */
   constructor(
     private readonly timeoutMs: number,
-    private readonly now: () => number = () => performance.now(),
+    private readonly now: () => number = systemClock.monotonicMs,
   ) {
     this.maxWaitMs = MAX_WAIT_TIMEOUTS * timeoutMs;
   }

@@ -138,7 +138,7 @@ export function createGateway(loaded: LoadedConfig, options: GatewayOptions = {}
       ? null
       : new HealthChecker(
           c,
-          { checks: metrics.pool.healthChecks, logger, baseDir, onChange: (r) => applyHealth([r]) },
+          { checks: metrics.pool.healthChecks, logger, baseDir, clock, onChange: (r) => applyHealth([r]) },
           known?.states(),
         );
   let probes = probesFor(config, loaded.baseDir);

@@ -134,7 +134,8 @@ export class Tracing {
    * `tracestate` §3.3). Parent-based sampling is decided here first: a trace that is not sampled
    * (the client's flag 00, or a new trace id `sample_ratio` leaves out) never reaches the SDK.
    * @param headers - the request's header fields, or null (a request the parser refused)
-   * @param startMs - `performance.now()` at accept (ms)
+   * @param startMs - the clock's monotonic reading at accept (ms; the system clock's is
+   *   `performance.now()`, which the SDK takes as span time)
    * @param secure - the client connection is TLS (`url.scheme`)
    */
   begin(headers: HeaderMap | null, method: string, startMs: number, secure: boolean): RequestTrace {

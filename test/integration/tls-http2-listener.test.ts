@@ -11,7 +11,7 @@ import { promisify } from "node:util";
 import { once } from "node:events";
 import http2 from "node:http2";
 import https from "node:https";
-import type { IncomingMessage } from "node:http";
+import type { IncomingMessage, ServerResponse } from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createLogger } from "../../gateway/observability/logger.js";
 import { startGateway, testConfig, type TestGateway } from "../helpers/gateway.js";
@@ -26,8 +26,8 @@ let upstream: Awaited<ReturnType<typeof listen>>;
 let gw: TestGateway;
 let origin: string;
 let log: LogLines;
-/** Requests the upstream is holding open, and whether each was aborted. */
-const held: { req: IncomingMessage; aborted: Promise<void> }[] = [];
+/** Requests the upstream is holding open, their responses, and whether each was aborted. */
+const held: { req: IncomingMessage; res: ServerResponse; aborted: Promise<void> }[] = [];
 const AUTH = { authorization: "Bearer valid-token" };
 
 beforeAll(async () => {
@@ -36,7 +36,7 @@ beforeAll(async () => {
     if (req.url === "/v1/hold") {
       req.on("error", () => {});
       // The response's close, not the request's: a GET's request closes once read, aborted or not.
-      held.push({ req, aborted: new Promise<void>((resolve) => res.on("close", () => resolve())) });
+      held.push({ req, res, aborted: new Promise<void>((resolve) => res.on("close", () => resolve())) });
       return;
     }
     if (req.url === "/v1/download") {
@@ -166,6 +166,10 @@ describe("HTTP/2 on the TLS listener", () => {
     stream.close(http2.constants.NGHTTP2_CANCEL);
     await held[before]!.aborted; // the upstream sees its request go away
     session.close();
+    // Gone before its response was written, and logged as the client's abort over h2.
+    expect(held[before]!.res.writableFinished).toBe(false);
+    const line = await log.waitFor((l) => l.path === "/v1/hold");
+    expect(line).toMatchObject({ status: 499, aborted: true, protocol: "2" });
   });
 
   it("serves curl --http2", async () => {

@@ -177,7 +177,10 @@ describe("closing", () => {
     const server = await upstreamSide;
     const closed = once(server, "close");
     ws.terminate();
-    await closed;
+    const [code] = (await closed) as [number];
+    // No close frame reached the upstream: its side ends abnormally, and is closed.
+    expect(code).toBe(1006);
+    expect(server.readyState).toBe(WebSocket.CLOSED);
   });
 
   it("an upstream close reaches the client", async () => {

@@ -12,7 +12,7 @@
 # Two stages: `build` has the dev dependencies and compiles TypeScript to dist/; the runtime stage
 # has only the production dependencies, the compiled output and the example configs, and runs as the
 # unprivileged `node` user (uid 1000) that the official image provides.
-# test/unit/deployment-artifacts.test.ts checks the points the deployment relies on.
+# test/repository/deployment-artifacts.test.ts checks the points the deployment relies on.
 
 ARG NODE_IMAGE=node:22-bookworm-slim
 

@@ -1,6 +1,6 @@
 /**
  * The error catalog (SPEC §2): every response the gateway itself produces, by stable code.
- * `test/unit/readme-documents-everything.test.ts` fails when the README does not document one.
+ * `test/repository/readme-documents-everything.test.ts` fails when the README does not document one.
  */
 
 /** A catalog entry. */

@@ -4,7 +4,7 @@
  * 429s, and on a cluster primary's combined view of its workers (SPEC §15). prom-client's three
  * default gauges named `*_total` are left out (gateway/observability/process-metrics.ts).
  * promtool comes from Debian's `prometheus` package; without it the test is skipped locally and
- * fails under CI (`CI` set), as test/integration/monitoring-rules.test.ts does.
+ * fails under CI (`CI` set), as test/repository/monitoring-rules.test.ts does.
  */
 import { spawnSync } from "node:child_process";
 import type { Server } from "node:http";

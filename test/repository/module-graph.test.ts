@@ -8,7 +8,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 
-const ROOT = fileURLToPath(new URL("../../gateway/", import.meta.url));
+const ROOT = fileURLToPath(new URL("../../gateway", import.meta.url));
 const IMPORT = /(?:^|\n)\s*(?:import|export)\s[^;]*?from\s+"(\.{1,2}\/[^"]+)\.js"/g;
 
 function sources(dir: string): string[] {

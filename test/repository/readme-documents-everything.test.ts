@@ -15,7 +15,7 @@ import { gatewayConfigSchema } from "../../gateway/config/schema.js";
 import { ERROR_CATALOG } from "../../gateway/base/error-catalog.js";
 import { createMetrics } from "../../gateway/observability/metrics.js";
 
-const ROOT = fileURLToPath(new URL("../../", import.meta.url));
+const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const readme = readFileSync(path.join(ROOT, "README.md"), "utf8");
 const lines = readme.split("\n");
 

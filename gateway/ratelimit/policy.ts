@@ -5,7 +5,7 @@
  * header values — and the prepared plan resolution, so the hot path only looks things up.
  *
  * A plan's policies differ from the class's own only in `plan` and, where the plan names the
- * class, `windows`: storage keys come from the class name and window lengths (`keys.ts`), so a
+ * class, `windows`: storage keys come from the class name and window lengths (`storage-keys.ts`), so a
  * caller whose plan changes keeps what it has spent.
  */
 import type { GatewayConfig } from "../config/schema.js";

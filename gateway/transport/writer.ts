@@ -1,6 +1,6 @@
 /**
  * What every transport writer shares: it opens a request's scope, hands the request's facts to the
- * core (`pipeline.ts`), and writes the outcome: a gateway response, or the head of a proxied
+ * core (`core/pipeline.ts`), and writes the outcome: a gateway response, or the head of a proxied
  * exchange (the core's proxy step runs it) and whatever the core makes of its end. Subclasses
  * (`http1.ts`, `http2.ts`) are the only code that knows their `node:` server objects; they add what
  * their protocol needs (HTTP/1.1: `Connection`, upgrades, parser refusals; HTTP/2: pseudo-headers,

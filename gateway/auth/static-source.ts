@@ -17,12 +17,11 @@ const WORKER_MIN_BYTES = 256 * 1024;
 const WORKER_TIMEOUT_MS = 120_000;
 
 /**
- * The last file parsed and its tokens: a start or a reload checks the file (`config/files.ts`)
- * and then loads it, and should parse it once. Held strongly (the running configuration's source
- * holds the same map), so a configuration that stops using the file keeps one stale map until the
- * next load.
+ * The last file parsed and its tokens: a start or a reload checks the file
+ * (`server/config-files.ts`) and then loads it, and should parse it once. Held weakly: the running
+ * configuration's source holds the map; once no configuration uses the file, it can be collected.
  */
-let lastLoad: { key: string; tokens: ReadonlyMap<string, TokenInfo> } | undefined;
+let lastLoad: { key: string; tokens: WeakRef<ReadonlyMap<string, TokenInfo>> } | undefined;
 
 /**
  * Reads and validates a tokens file. A large one is parsed in a worker thread while this one waits
@@ -51,10 +50,11 @@ export function loadStaticTokens(
   } catch {
     // Unreadable: parseStaticTokens says why.
   }
-  if (key !== undefined && lastLoad?.key === key) return lastLoad.tokens;
+  const known = key !== undefined && lastLoad?.key === key ? lastLoad.tokens.deref() : undefined;
+  if (known !== undefined) return known;
   const parsed = size >= WORKER_MIN_BYTES ? parseInWorker(file, claimNames) : null;
   const tokens = parsed ?? parseStaticTokens(file, claimNames);
-  if (key !== undefined) lastLoad = { key, tokens };
+  if (key !== undefined) lastLoad = { key, tokens: new WeakRef(tokens) };
   return tokens;
 }
 

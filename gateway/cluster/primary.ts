@@ -39,7 +39,7 @@ import { reloadGroup } from "./group-reload.js";
 import { LineRelay, type LineSink } from "./line-relay.js";
 import { is, Member } from "./member.js";
 import { GroupUpstreams } from "./group-upstreams.js";
-import { combineMetrics, type MetricSource } from "./metrics.js";
+import { combineMetrics, type MetricSource } from "./group-metrics.js";
 import { systemClock } from "../base/clock.js";
 
 /** A worker has this long to build its gateway and bind (ms); tsx-compiled sources are slow. */

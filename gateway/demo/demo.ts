@@ -4,7 +4,7 @@
  */
 import { loadConfig } from "../config/load.js";
 import { endpointsOf } from "../config/upstream-schema.js";
-import { createDocsUpstream } from "./upstream.js";
+import { createDocsUpstream } from "./example-upstream.js";
 import { DEMO_CONFIG } from "./demo-config.js";
 import { createGateway } from "../server/server.js";
 

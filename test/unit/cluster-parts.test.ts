@@ -10,7 +10,7 @@ import { Registry } from "prom-client";
 import { describe, expect, it } from "vitest";
 import { LineRelay } from "../../gateway/cluster/line-relay.js";
 import type { MetricJson } from "../../gateway/cluster/messages.js";
-import { combineMetrics } from "../../gateway/cluster/metrics.js";
+import { combineMetrics } from "../../gateway/cluster/group-metrics.js";
 import { AccessLog } from "../../gateway/observability/access-log.js";
 import { createLogger } from "../../gateway/observability/logger.js";
 import { createMetrics, createPrimaryMetrics } from "../../gateway/observability/metrics.js";

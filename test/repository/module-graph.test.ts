@@ -116,6 +116,15 @@ describe("the gateway's module graph", () => {
     expect(cycles()).toEqual([]);
   });
 
+  it("gives no two source files the same name (each name says one thing)", () => {
+    const byName = new Map<string, string[]>();
+    for (const f of files) byName.set(path.basename(f), [...(byName.get(path.basename(f)) ?? []), f]);
+    const twins = [...byName.values()]
+      .filter((fs) => fs.length > 1)
+      .map((fs) => fs.map((f) => path.relative(ROOT, f)));
+    expect(twins).toEqual([]);
+  });
+
   it("has no source file over 300 lines", () => {
     const long = files.filter((f) => readFileSync(f, "utf8").split("\n").length > 301);
     expect(long.map((f) => path.relative(ROOT, f))).toEqual([]);

@@ -7,7 +7,7 @@ import { probeIdentityProvider } from "./idp.js";
 import type { ProbeResult } from "./probe.js";
 import { probeRedis } from "./redis.js";
 import { probeTlsFiles } from "./tls-files.js";
-import { probeUpstreams } from "./upstream.js";
+import { probeUpstreams } from "./upstream-probe.js";
 
 /** @returns every attempt's result, Redis first, then the identity provider, upstreams, TLS files */
 export async function probeAll({ config, baseDir }: LoadedConfig): Promise<ProbeResult[]> {

@@ -139,10 +139,12 @@ export class Pipeline {
 
   /**
    * A request the transport's parser refused (SPEC §3: 400 bad framing, 408, 431): counted in the
-   * anonymous class by the socket address (`scope.clientIp`), answered with the parser's status
-   * even when that budget is spent, since the connection closes anyway.
+   * anonymous class by the socket address, answered with the parser's status even when that
+   * budget is spent, since the connection closes anyway.
+   * @param peerAddress - the socket's remote address, or "" when the socket no longer has one
    */
-  async refuse(scope: RequestScope, code: ErrorCode): Promise<Outcome> {
+  async refuse(scope: RequestScope, code: ErrorCode, peerAddress: string): Promise<Outcome> {
+    scope.clientIp = peerAddress === "" ? "unknown" : peerAddress;
     const tracing = scope.runtime.tracing;
     if (tracing !== null) scope.trace = tracing.begin(null, scope.method, scope.startMs, false);
     const decision = await this.decisions.consume(

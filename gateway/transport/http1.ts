@@ -77,10 +77,9 @@ export class Http1Transport extends Writer<ServerResponse> {
           ? "request_timeout"
           : "bad_framing";
     const scope = this.open(undefined, "-", "1.1");
-    scope.clientIp = s.remoteAddress ?? "unknown";
     s[SCOPE] = scope;
     // The core never rejects; should it, the refusal is still answered and the scope finished.
-    this.refuse(s, scope, code).catch(() =>
+    this.refuse(s, scope, code, s.remoteAddress ?? "").catch(() =>
       this.writeRaw(s, scope, errorResponse(scope, code, this.d.clock.nowMs())),
     );
   }
@@ -120,8 +119,8 @@ export class Http1Transport extends Writer<ServerResponse> {
     }
   }
 
-  private async refuse(socket: Socket, scope: RequestScope, code: ErrorCode): Promise<void> {
-    const outcome = await this.d.pipeline.refuse(scope, code);
+  private async refuse(socket: Socket, scope: RequestScope, code: ErrorCode, peer: string): Promise<void> {
+    const outcome = await this.d.pipeline.refuse(scope, code, peer);
     const errCode = outcome.kind === "error" ? outcome.code : code;
     this.writeRaw(socket, scope, errorResponse(scope, errCode, this.d.clock.nowMs()));
   }

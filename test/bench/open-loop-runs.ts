@@ -7,7 +7,8 @@ import { execFile } from "node:child_process";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { LOAD_CORE, pinned } from "./procs.js";
-import { fmt, median } from "./report.js";
+import { gcRead, gcStart, type GcPerRequest } from "./gc-window.js";
+import { fmt, GC_HEADS, gcCells, median } from "./report.js";
 
 const HERE = fileURLToPath(new URL(".", import.meta.url));
 
@@ -16,6 +17,8 @@ export interface OpenLoopResult {
   offered: number;
   achieved: number;
   requests: number;
+  /** Every request answered, the warm-up's included (the collector's window spans them all). */
+  answered: number;
   p50Ms: number;
   p90Ms: number;
   p99Ms: number;
@@ -23,6 +26,8 @@ export interface OpenLoopResult {
   maxMs: number;
   errors: number;
   non2xx: number;
+  /** The server's collector over the run, per request (when instrumented). */
+  gc?: GcPerRequest;
 }
 
 /** A cell driven at a fixed rate. */
@@ -32,6 +37,8 @@ export interface OpenLoopCell {
   /** URL of the benched path. */
   url: string;
   token?: string;
+  /** The server's pid (its collector's window, gc-stats.mjs). */
+  pid?: number;
 }
 
 /** Runs the generator once against `url` at `rate` req/s for `seconds` (plus its 1 s warm-up). */
@@ -78,13 +85,17 @@ export async function openLoopSection(
       for (let i = 0; i < cells.length; i++) {
         const cell = cells[(i + round) % cells.length]!;
         await opts.warm(cell);
+        // The window spans the generator's 1 s warm-up too: per request of every answered one.
+        if (cell.pid !== undefined) await gcStart(cell.pid);
         const r = await runOpenLoop(cell.url, rate, opts.seconds, opts.connections, cell.token).catch(
           (e: Error) => {
             console.log(`  open-loop ${cell.id} @ ${rate}/s failed: ${e.message}`);
             return null;
           },
         );
+        const gc = cell.pid === undefined ? undefined : await gcRead(cell.pid, r?.answered ?? 0);
         if (r === null) continue;
+        if (gc !== undefined) r.gc = gc;
         const key = `${cell.id}@${f}`;
         results.set(key, [...(results.get(key) ?? []), r]);
         console.log(
@@ -107,14 +118,14 @@ export async function openLoopSection(
     const rate = Math.round(baseRps * f);
     const baseP99 = m(`${opts.baseId}@${f}`, (r) => r.p99Ms);
     lines.push(
-      `| at ${f * 100} % (${fmt(rate, 0)} req/s offered) | answered req/s | p50 ms | p90 ms | p99 ms | p99.9 ms | max ms | errors | p99 − ${opts.baseId} p99 |`,
-      "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+      `| at ${f * 100} % (${fmt(rate, 0)} req/s offered) | answered req/s | p50 ms | p90 ms | p99 ms | p99.9 ms | max ms | errors | p99 − ${opts.baseId} p99 | ${GC_HEADS} |`,
+      "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     );
     for (const c of cells) {
       const key = `${c.id}@${f}`;
       const runs = results.get(key) ?? [];
       if (runs.length === 0) {
-        lines.push(`| ${c.id}. ${c.label} | no run | | | | | | | |`);
+        lines.push(`| ${c.id}. ${c.label} | no run | | | | | | | | | | | |`);
         continue;
       }
       const p99 = m(key, (r) => r.p99Ms);
@@ -137,7 +148,8 @@ export async function openLoopSection(
           `${fmt(
             m(key, (r) => r.maxMs),
             2,
-          )} | ${errors} | ${c.id === opts.baseId ? "" : `${p99 - baseP99 >= 0 ? "+" : ""}${fmt(p99 - baseP99, 2)}`} |`,
+          )} | ${errors} | ${c.id === opts.baseId ? "" : `${p99 - baseP99 >= 0 ? "+" : ""}${fmt(p99 - baseP99, 2)}`} | ` +
+          `${gcCells(runs.map((r) => r.gc))} |`,
       );
     }
     lines.push("");

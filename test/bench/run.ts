@@ -29,6 +29,11 @@
  * BENCH_CELLS (comma list of cells to run, e.g. "b,c,d"; churn/cold only when unset) and
  * BENCH_GATEWAY_MAIN (another build's main.js), BENCH_ALT_MAIN (adds cell d* : the Redis gateway of
  * that build, interleaved with d, for A/B of a proposed change on a noisy machine).
+ *
+ * Every server the bench starts loads `gc-stats.mjs` (BENCH_GC=0 leaves it out): over each measured
+ * run, saturated and open-loop, the table gives the server's bytes allocated and promoted to the old
+ * generation per request and its young and full collections per 10 000 requests with their p99
+ * pause (issue 29 item 2), read from V8's GCProfiler in the server process.
  */
 import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -36,6 +41,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { cpuMicros, cpuMicrosTree, isPinned, pinSelf, processTree, rssBytes, sleep } from "./procs.js";
 import { fmt, med, type Row, type Sample } from "./report.js";
+import { gcRead, gcSingleProcess, gcStart } from "./gc-window.js";
 import {
   get,
   metricSum,
@@ -113,9 +119,13 @@ async function measure(
   const m0 = extra.gateway === undefined ? "" : await extra.gateway.metrics();
   const r0 = extra.redis === undefined ? null : await extra.redis.commandCalls();
   const rc0 = extra.redis === undefined ? 0 : cpuMicros(extra.redis.child.pid);
-  const tree = processTree(target.child.pid).length > 1;
+  const pids = processTree(target.child.pid);
+  const tree = pids.length > 1;
+  const gcOne = gcSingleProcess(pids);
   const c0 = cpuMicrosTree(target.child.pid);
   const p0 = cpuMicros(target.child.pid);
+  // The collector's window (gc-stats.mjs): one process only; a workers tree's figures would mix.
+  if (gcOne) await gcStart(target.child.pid);
   const w = await runWrk(target.url + PATH, {
     seconds,
     connections: CONNECTIONS,
@@ -124,6 +134,7 @@ async function measure(
   });
   const c1 = cpuMicrosTree(target.child.pid);
   const p1 = cpuMicros(target.child.pid);
+  const gc = gcOne ? await gcRead(target.child.pid, w.requests) : undefined;
   const rc1 = extra.redis === undefined ? 0 : cpuMicros(extra.redis.child.pid);
   const r1 = extra.redis === undefined ? null : await extra.redis.commandCalls();
   const m1 = extra.gateway === undefined ? "" : await extra.gateway.metrics();
@@ -137,6 +148,7 @@ async function measure(
     non2xx: w.non2xx,
     socketErrors: w.socketErrors,
   };
+  if (gc !== undefined) sample.gc = gc;
   if (tree) sample.primaryCpuUsPerReq = (p1 - p0) / n;
   if (r0 !== null && r1 !== null) {
     sample.redisPerReq = {};
@@ -589,7 +601,13 @@ async function openLoopRuns(active: readonly Cell[], script: string): Promise<st
   if (OPEN_ROUNDS === 0 || h === undefined) return [];
   const cells: OpenLoopCell[] = active
     .filter((c) => OPEN_LOOP_CELLS.includes(c.id))
-    .map((c) => ({ id: c.id, label: c.row.label, url: c.target!.url + PATH, token: c.token ?? TOKEN }));
+    .map((c) => ({
+      id: c.id,
+      label: c.row.label,
+      url: c.target!.url + PATH,
+      token: c.token ?? TOKEN,
+      pid: c.target!.child.pid,
+    }));
   console.log(`open loop: ${cells.map((c) => c.id).join(", ")} at 50 % and 80 % of h, ${OPEN_ROUNDS} rounds`);
   const warm = (cell: OpenLoopCell) =>
     runWrk(cell.url, { seconds: ROUND_WARMUP_S, connections: CONNECTIONS, script }).then(() => undefined);

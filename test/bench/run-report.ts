@@ -59,6 +59,8 @@ export function report(rows: Row[], extra: Row[], ctx: ReportContext): string {
       ["d", "dj"],
       ["dl", "dj"],
       ["d", "dl"],
+      // BENCH_NODES: each runtime's gateways against this one's (variants.ts).
+      ...rows.filter((r) => /^[cd]@/.test(r.id)).map((r) => [r.id.slice(0, 1), r.id] as const),
     ]),
     "",
     ...tracingSection(rows, ctx.tracingNotes),

@@ -27,8 +27,8 @@
  * Environment: BENCH_ROUNDS (3), BENCH_SECONDS per cell (5), BENCH_CONNECTIONS (64),
  * BENCH_COLD_TOKENS (10000), BENCH_COLD_SECONDS (cap on the cold run, 30); for A/B experiments,
  * BENCH_CELLS (comma list of cells to run, e.g. "b,c,d"; churn/cold only when unset) and
- * BENCH_GATEWAY_MAIN (another build's main.js), BENCH_ALT_MAIN (adds cell d* : the Redis gateway of
- * that build, interleaved with d, for A/B of a proposed change on a noisy machine).
+ * BENCH_GATEWAY_MAIN (another build's main.js); BENCH_ALT_MAIN, BENCH_ALT_NODE_ARGS and BENCH_NODES
+ * add gateways paired with c and d (variants.ts: another build, extra node flags, other runtimes).
  *
  * Every server the bench starts loads `gc-stats.mjs` (BENCH_GC=0 leaves it out): over each measured
  * run, saturated and open-loop, the table gives the server's bytes allocated and promoted to the old
@@ -65,6 +65,7 @@ import {
 } from "./targets.js";
 import { hasNginx, startNginxUpstream } from "./nginx-upstream.js";
 import { report } from "./run-report.js";
+import { variantSpecs } from "./variants.js";
 import { openLoopSection, type OpenLoopCell } from "./open-loop-runs.js";
 import { cyclingTokenScript, ensureWrk, runWrk, staticTokenScript } from "./wrk.js";
 
@@ -327,22 +328,21 @@ async function main(): Promise<number> {
             jwt: { issuer: auth.issuer, audience: auth.audience },
           });
     if (typeof dj !== "string") keep(dj);
-    const altMain = process.env.BENCH_ALT_MAIN;
-    const alt =
-      altMain === undefined
-        ? undefined
-        : await tryGateway("d-alt", dir, upstream, {
-            tokensFile: warmTokens,
-            redisUrl: redis.url,
-            keyPrefix: "bda",
-            main: altMain,
-          });
-    const altMemory =
-      altMain === undefined
-        ? undefined
-        : await tryGateway("c-alt", dir, upstream, { tokensFile: warmTokens, main: altMain });
-    for (const g of [...Object.values(gw), alt, altMemory])
-      if (g !== undefined && typeof g !== "string") keep(g);
+    const variants = await Promise.all(
+      variantSpecs().map(async (v) => ({
+        spec: v,
+        gw: await tryGateway(`${v.id.replace(/[^a-z0-9]/g, "-")}-variant`, dir, upstream, {
+          tokensFile: warmTokens,
+          ...(v.base === "d"
+            ? { redisUrl: redis.url, keyPrefix: `bv${v.id.replace(/[^a-z0-9]/g, "")}` }
+            : {}),
+          ...(v.main === undefined ? {} : { main: v.main }),
+          ...(v.node === undefined ? {} : { node: v.node }),
+          ...(v.nodeArgs === undefined ? {} : { nodeArgs: v.nodeArgs }),
+        }),
+      })),
+    );
+    for (const g of [...Object.values(gw), ...variants.map((v) => v.gw)]) if (typeof g !== "string") keep(g);
     console.log(`servers started (${fmt((Date.now() - t0) / 1000, 0)} s)`);
     const row = (id: string, label: string): Row => ({ id, label, samples: [] });
     const cells: Cell[] = [
@@ -463,29 +463,17 @@ async function main(): Promise<number> {
     gwCell("t100", "gateway, Redis store, tracing sample_ratio 1.0", false, "read", true);
     gwCell("u1", "gateway, Redis store, unpinned (both cores)", false, "read", true);
     gwCell("u2", "gateway, Redis store, workers: 2, unpinned (both cores)", false, "read", true);
-    if (alt !== undefined) {
+    for (const { spec, gw: g } of variants) {
       const cell: Cell = {
-        id: "d*",
-        label: `gateway, Redis store, ${altMain}`,
-        target: typeof alt === "string" ? null : alt,
-        row: row("d*", `gateway, Redis store, ${altMain}`),
+        id: spec.id,
+        label: spec.label,
+        target: typeof g === "string" ? null : g,
+        row: row(spec.id, spec.label),
         check: gatewayCheck(false, "read"),
-        redis,
+        ...(spec.base === "d" ? { redis } : {}),
       };
-      if (typeof alt === "string") cell.row.pending = alt;
-      else cell.gateway = alt;
-      cells.push(cell);
-    }
-    if (altMemory !== undefined) {
-      const cell: Cell = {
-        id: "c*",
-        label: `gateway, memory store, ${altMain}`,
-        target: typeof altMemory === "string" ? null : altMemory,
-        row: row("c*", `gateway, memory store, ${altMain}`),
-        check: gatewayCheck(false, "read"),
-      };
-      if (typeof altMemory === "string") cell.row.pending = altMemory;
-      else cell.gateway = altMemory;
+      if (typeof g === "string") cell.row.pending = g;
+      else cell.gateway = g;
       cells.push(cell);
     }
 
@@ -600,7 +588,7 @@ async function openLoopRuns(active: readonly Cell[], script: string): Promise<st
   const h = active.find((c) => c.id === "h");
   if (OPEN_ROUNDS === 0 || h === undefined) return [];
   const cells: OpenLoopCell[] = active
-    .filter((c) => OPEN_LOOP_CELLS.includes(c.id))
+    .filter((c) => OPEN_LOOP_CELLS.includes(c.id) || /^[cd][*@]/.test(c.id))
     .map((c) => ({
       id: c.id,
       label: c.row.label,

@@ -1,6 +1,6 @@
 /**
  * Statistics over rounds (median, min-max) and the markdown report printed at the end of a run and
- * written to `test/bench/last-run.md`.
+ * written to `test/bench/runs/last-run.md`.
  */
 
 import type { GcPerRequest } from "./gc-window.js";

@@ -1,6 +1,6 @@
 /**
  * The markdown report of `npm run bench` (run.ts): the tables, the paired A/B figures and a line per
- * issue target, printed and written to `test/bench/last-run.md`.
+ * issue target, printed and written to `test/bench/runs/last-run.md`.
  */
 import { isPinned } from "./procs.js";
 import { hasNginx } from "./nginx-upstream.js";

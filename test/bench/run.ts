@@ -93,7 +93,7 @@ const OVER_LIMIT_RPS = 500;
 const OPEN_ROUNDS = envInt("BENCH_OPEN_ROUNDS", 3, 0, 20);
 /** Cells driven at a constant rate after the saturation rounds (issue 17 item 3). */
 const OPEN_LOOP_CELLS = ["a", "h", "b2", "fy", "c", "d"];
-const LAST_RUN = fileURLToPath(new URL("./last-run.md", import.meta.url));
+const LAST_RUN = fileURLToPath(new URL("./runs/last-run.md", import.meta.url));
 
 /** One column of the interleaved table. */
 interface Cell {

@@ -60,9 +60,28 @@ export function runOpenLoop(
   });
 }
 
+/** One cell's medians at one offered rate (ms, req/s; the collector's figures per request). */
+export interface OpenLoopSummary {
+  id: string;
+  /** Fraction of the base cell's saturation rate: 0.5 or 0.8. */
+  fraction: number;
+  achieved: number;
+  p50Ms: number;
+  p99Ms: number;
+  p999Ms: number;
+  gc: (GcPerRequest | undefined)[];
+}
+
+/** The open-loop section: the report's lines and each cell's medians per rate. */
+export interface OpenLoopSection {
+  lines: string[];
+  summaries: OpenLoopSummary[];
+}
+
 /**
  * Drives every cell at 50 % and 80 % of `baseRps`, `rounds` times, interleaved.
- * @returns the report's lines: a table per rate and the target line (gateway d at 50 %)
+ * @returns the report's lines (a table per rate and the target line: gateway d at 50 %) and the
+ *   medians per cell and rate
  */
 export async function openLoopSection(
   cells: readonly OpenLoopCell[],
@@ -76,7 +95,7 @@ export async function openLoopSection(
     /** Runs before each measured run of a cell (a closed-loop warm-up after its idle time). */
     warm: (cell: OpenLoopCell) => Promise<void>;
   },
-): Promise<string[]> {
+): Promise<OpenLoopSection> {
   const fractions = [0.5, 0.8];
   const results = new Map<string, OpenLoopResult[]>();
   for (let round = 0; round < opts.rounds; round++) {
@@ -154,6 +173,21 @@ export async function openLoopSection(
     }
     lines.push("");
   }
+  const summaries: OpenLoopSummary[] = [];
+  for (const c of cells)
+    for (const f of fractions) {
+      const key = `${c.id}@${f}`;
+      if ((results.get(key) ?? []).length === 0) continue;
+      summaries.push({
+        id: c.id,
+        fraction: f,
+        achieved: m(key, (r) => r.achieved),
+        p50Ms: m(key, (r) => r.p50Ms),
+        p99Ms: m(key, (r) => r.p99Ms),
+        p999Ms: m(key, (r) => r.p999Ms),
+        gc: (results.get(key) ?? []).map((r) => r.gc),
+      });
+    }
   const dP99 = m(`${opts.gatewayId}@0.5`, (r) => r.p99Ms);
   const bP99 = m(`${opts.baseId}@0.5`, (r) => r.p99Ms);
   if (Number.isFinite(dP99) && Number.isFinite(bP99)) {
@@ -164,5 +198,5 @@ export async function openLoopSection(
       "",
     );
   }
-  return lines;
+  return { lines, summaries };
 }

@@ -16,6 +16,8 @@ import {
   type Row,
 } from "./report.js";
 import { machine } from "./targets.js";
+import type { OpenLoopSection } from "./open-loop-runs.js";
+import { readmeSection } from "./readme-table.js";
 
 /** The run's settings and the sections measured outside the main rounds. */
 export interface ReportContext {
@@ -25,7 +27,7 @@ export interface ReportContext {
   path: string;
   overLimitRps: number;
   tracingNotes: string[];
-  openLoop: string[];
+  openLoop: OpenLoopSection;
   elapsedS: number;
 }
 
@@ -44,6 +46,9 @@ export function report(rows: Row[], extra: Row[], ctx: ReportContext): string {
       `. Cells interleaved over ${ctx.rounds} rounds; medians with min–max. CPU and RSS are the process ` +
       `under test's (/proc; a workers cell's whole process tree). Gateway: built dist/, access log at info ` +
       `to /dev/null, warm token cache. Total bench time ${fmt(ctx.elapsedS, 0)} s.`,
+    "",
+    ...readmeSection(rows, extra, ctx.openLoop),
+    "#### Every measured figure",
     "",
     mainTable(rows),
     "",
@@ -68,7 +73,7 @@ export function report(rows: Row[], extra: Row[], ctx: ReportContext): string {
     "",
     countersTable(rows),
     "",
-    ...ctx.openLoop,
+    ...ctx.openLoop.lines,
     "Cache churn (10k distinct tokens and identities cycled by the wrk script, measured after one " +
       "pass over them filled the cache; RSS after) and cold " +
       "tokens (every token new to the gateway: opaque ones introspected by oidc-provider on the same core, " +

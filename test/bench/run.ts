@@ -66,7 +66,7 @@ import {
 import { hasNginx, startNginxUpstream } from "./nginx-upstream.js";
 import { report } from "./run-report.js";
 import { variantSpecs } from "./variants.js";
-import { openLoopSection, type OpenLoopCell } from "./open-loop-runs.js";
+import { openLoopSection, type OpenLoopCell, type OpenLoopSection } from "./open-loop-runs.js";
 import { cyclingTokenScript, ensureWrk, runWrk, staticTokenScript } from "./wrk.js";
 
 function envInt(name: string, dflt: number, min: number, max: number): number {
@@ -584,9 +584,9 @@ async function heapAfterLoad(g: GatewayTarget, snapshots: string): Promise<strin
 }
 
 /** The open-loop runs against the selected cells, at 50 % and 80 % of cell h's median (report lines). */
-async function openLoopRuns(active: readonly Cell[], script: string): Promise<string[]> {
+async function openLoopRuns(active: readonly Cell[], script: string): Promise<OpenLoopSection> {
   const h = active.find((c) => c.id === "h");
-  if (OPEN_ROUNDS === 0 || h === undefined) return [];
+  if (OPEN_ROUNDS === 0 || h === undefined) return { lines: [], summaries: [] };
   const cells: OpenLoopCell[] = active
     .filter((c) => OPEN_LOOP_CELLS.includes(c.id) || /^[cd][*@]/.test(c.id))
     .map((c) => ({

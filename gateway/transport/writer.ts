@@ -6,7 +6,6 @@
  * their protocol needs (HTTP/1.1: `Connection`, upgrades, parser refusals; HTTP/2: pseudo-headers,
  * no connection-specific fields).
  */
-import { randomUUID } from "node:crypto";
 import { performance } from "node:perf_hooks";
 import type { Logger } from "pino";
 import type { Clock } from "../clock.js";
@@ -20,6 +19,7 @@ import { CUT } from "../proxy-step.js";
 import { errorResponse, jsonResponse, preflightResponse, type GatewayResponse } from "../responses.js";
 import type { Runtime } from "../runtime.js";
 import { RequestScope, SCOPE, type FinishObserver } from "../scope.js";
+import { newRequestId } from "./request-id.js";
 
 /** A transport's object carrying the request's scope. */
 export type Scoped<T> = T & { [SCOPE]?: RequestScope };
@@ -62,7 +62,7 @@ export abstract class Writer<Res extends ResponseTarget> implements HeadWriter<R
     protocol: ClientProtocol,
   ): RequestScope {
     const scope = new RequestScope(
-      typeof id === "string" && REQUEST_ID.test(id) ? id : randomUUID(),
+      typeof id === "string" && REQUEST_ID.test(id) ? id : newRequestId(),
       method ?? "GET",
       protocol,
       performance.now(),

@@ -8,7 +8,8 @@
  * Usage: `node --import tsx test/bench/fixed-rate.ts <variant,...> [rate req/s] [seconds] [rounds]`
  * (1000, 5, 2). A variant is a build directory holding `gateway/main.js` (e.g. one compiled with
  * `npx tsc -p tsconfig.build.json --outDir .tmp/x` plus the Lua scripts copied beside), or an
- * absolute path to a `node` binary that runs `dist/` (the runtime comparison).
+ * absolute path to a `node` binary that runs `dist/` (the runtime comparison), or `flags:<node flags>`
+ * (`dist/` with extra `node` flags, e.g. `flags:--single-threaded-gc`).
  */
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -47,7 +48,11 @@ try {
         tokensFile,
         redisUrl: redis.url,
         keyPrefix: `fr${name(v)}`,
-        ...(v.endsWith("/node") ? { node: v } : { main: path.resolve(v, "gateway/main.js") }),
+        ...(v.startsWith("flags:")
+          ? { nodeArgs: v.slice(6).split(" ") }
+          : v.endsWith("/node")
+            ? { node: v }
+            : { main: path.resolve(v, "gateway/main.js") }),
       });
       const url = `${gw.url}/v1/user`;
       await runOpenLoop(url, RATE, 3, 64, "tok");

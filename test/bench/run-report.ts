@@ -56,6 +56,7 @@ export function report(rows: Row[], extra: Row[], ctx: ReportContext): string {
     "",
     pairedTable(rows, [
       ["d", "f"],
+      ["d", "dg"],
       ["c", "g"],
       ["d", "w2"],
       ["u1", "u2"],

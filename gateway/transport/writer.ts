@@ -6,7 +6,6 @@
  * their protocol needs (HTTP/1.1: `Connection`, upgrades, parser refusals; HTTP/2: pseudo-headers,
  * no connection-specific fields).
  */
-import { randomUUID } from "node:crypto";
 import type { Logger } from "pino";
 import type { Clock } from "../base/clock.js";
 import type { ClientProtocol, HeaderMap, RequestFacts } from "../base/request-facts.js";
@@ -20,6 +19,7 @@ import { errorResponse, jsonResponse, preflightResponse, type GatewayResponse } 
 import type { Runtime } from "../core/runtime.js";
 import { RequestScope, SCOPE } from "../core/scope.js";
 import type { FinishObserver } from "../observability/finished-request.js";
+import { newRequestId } from "./request-id.js";
 
 /** A transport's object carrying the request's scope. */
 export type Scoped<T> = T & { [SCOPE]?: RequestScope };
@@ -62,7 +62,7 @@ export abstract class Writer<Res extends ResponseTarget> implements HeadWriter<R
     protocol: ClientProtocol,
   ): RequestScope {
     const scope = new RequestScope(
-      typeof id === "string" && REQUEST_ID.test(id) ? id : randomUUID(),
+      typeof id === "string" && REQUEST_ID.test(id) ? id : newRequestId(),
       method ?? "GET",
       protocol,
       this.d.clock.monotonicMs(),

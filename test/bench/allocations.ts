@@ -5,7 +5,12 @@
  * too (`includeObjectsCollectedByMinorGC`/`MajorGC`), so the figures are allocation, not retention.
  * What the young-generation collections of the open-loop tail are made of (README, Performance).
  *
- * Usage: `node --import tsx test/bench/allocations.ts [seconds] [top]` (default 5 s, top 25).
+ * Usage: `node --import tsx test/bench/allocations.ts [seconds] [top] [survivors]` (default 5 s,
+ * top 25). `survivors` leaves out what young collections freed: what is left is what survived one
+ * (promoted to the old generation, the bytes behind the open-loop tail's pauses), plus the young
+ * generation's live contents when sampling stops (at most a semi-space, against some 50 MB
+ * promoted over 5 s). A fifth argument drives the gateway at that fixed rate (req/s) with the
+ * open-loop generator instead of wrk at saturation, where 64 requests are always in flight.
  * Needs `npm run build`, wrk and nginx (else the Node upstream).
  */
 import { mkdtempSync, rmSync } from "node:fs";
@@ -14,12 +19,16 @@ import path from "node:path";
 import WebSocket from "ws";
 import { freePorts } from "../helpers/child-gateway.js";
 import { hasNginx, startNginxUpstream } from "./nginx-upstream.js";
+import { runOpenLoop } from "./open-loop-runs.js";
 import { pinSelf } from "./procs.js";
 import { get, startGateway, startRedis, startUpstream, writeWarmTokens } from "./targets.js";
 import { runWrk, staticTokenScript } from "./wrk.js";
 
 const SECONDS = Number(process.argv[2] ?? 5);
 const TOP = Number(process.argv[3] ?? 25);
+const SURVIVORS = process.argv[4] === "survivors";
+/** A fixed offered rate (req/s, the open-loop generator) instead of wrk's saturation; 0: wrk. */
+const RATE = Number(process.argv[5] ?? 0);
 
 /** A node of V8's sampling heap profile. */
 interface ProfileNode {
@@ -70,9 +79,15 @@ try {
   await cdp("HeapProfiler.startSampling", {
     samplingInterval: 4096,
     includeObjectsCollectedByMajorGC: true,
-    includeObjectsCollectedByMinorGC: true,
+    includeObjectsCollectedByMinorGC: !SURVIVORS,
   });
-  const w = await runWrk(url, { seconds: SECONDS, connections: 64, script });
+  const w =
+    RATE > 0
+      ? await runOpenLoop(url, RATE, SECONDS, 64, "tok").then((r) => ({
+          requests: r.answered,
+          rps: r.achieved,
+        }))
+      : await runWrk(url, { seconds: SECONDS, connections: 64, script });
   const { profile } = (await cdp("HeapProfiler.stopSampling")) as { profile: { head: ProfileNode } };
   const byFrame = new Map<string, number>();
   let total = 0;
@@ -91,7 +106,7 @@ try {
   const perReq = (b: number) => (b / w.requests / 1024).toFixed(2);
   console.log(
     `${w.requests} requests (${w.rps.toFixed(0)} req/s) under the sampling profiler: ` +
-      `${perReq(total)} KiB allocated per request`,
+      `${perReq(total)} KiB ${SURVIVORS ? "surviving a young collection" : "allocated"} per request`,
   );
   console.log("| allocating frame | KiB/request | share |\n| --- | ---: | ---: |");
   for (const [k, b] of [...byFrame].sort((a, z) => z[1] - a[1]).slice(0, TOP)) {

@@ -15,6 +15,7 @@
  * warms it up, then instrumentation is switched on for the measured requests (16 keep-alive
  * clients) and the counts are dumped. Compiler and GC frames are reported apart: compilation still
  * happens in the window and varies from run to run. Needs `npm run build` and valgrind.
+ * `BENCH_NODE=<node binary>` runs the gateway on another runtime (the runtime comparison).
  */
 import { execFileSync, spawn } from "node:child_process";
 import { mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
@@ -125,7 +126,15 @@ try {
     const args = ["--tool=callgrind", "--instr-atstart=no", `--callgrind-out-file=${out}`];
     const proc = spawn(
       "valgrind",
-      [...args, process.execPath, "--single-threaded", GATEWAY_MAIN, "start", "--config", file],
+      [
+        ...args,
+        process.env.BENCH_NODE ?? process.execPath,
+        "--single-threaded",
+        GATEWAY_MAIN,
+        "start",
+        "--config",
+        file,
+      ],
       {
         stdio: ["ignore", "ignore", "pipe"],
       },

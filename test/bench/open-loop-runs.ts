@@ -7,7 +7,8 @@ import { execFile } from "node:child_process";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { LOAD_CORE, pinned } from "./procs.js";
-import { fmt, median } from "./report.js";
+import { gcRead, gcStart, type GcPerRequest } from "./gc-window.js";
+import { fmt, GC_HEADS, gcCells, median } from "./report.js";
 
 const HERE = fileURLToPath(new URL(".", import.meta.url));
 
@@ -16,6 +17,8 @@ export interface OpenLoopResult {
   offered: number;
   achieved: number;
   requests: number;
+  /** Every request answered, the warm-up's included (the collector's window spans them all). */
+  answered: number;
   p50Ms: number;
   p90Ms: number;
   p99Ms: number;
@@ -23,6 +26,8 @@ export interface OpenLoopResult {
   maxMs: number;
   errors: number;
   non2xx: number;
+  /** The server's collector over the run, per request (when instrumented). */
+  gc?: GcPerRequest;
 }
 
 /** A cell driven at a fixed rate. */
@@ -32,6 +37,8 @@ export interface OpenLoopCell {
   /** URL of the benched path. */
   url: string;
   token?: string;
+  /** The server's pid (its collector's window, gc-stats.mjs). */
+  pid?: number;
 }
 
 /** Runs the generator once against `url` at `rate` req/s for `seconds` (plus its 1 s warm-up). */
@@ -53,9 +60,28 @@ export function runOpenLoop(
   });
 }
 
+/** One cell's medians at one offered rate (ms, req/s; the collector's figures per request). */
+export interface OpenLoopSummary {
+  id: string;
+  /** Fraction of the base cell's saturation rate: 0.5 or 0.8. */
+  fraction: number;
+  achieved: number;
+  p50Ms: number;
+  p99Ms: number;
+  p999Ms: number;
+  gc: (GcPerRequest | undefined)[];
+}
+
+/** The open-loop section: the report's lines and each cell's medians per rate. */
+export interface OpenLoopSection {
+  lines: string[];
+  summaries: OpenLoopSummary[];
+}
+
 /**
  * Drives every cell at 50 % and 80 % of `baseRps`, `rounds` times, interleaved.
- * @returns the report's lines: a table per rate and the target line (gateway d at 50 %)
+ * @returns the report's lines (a table per rate and the target line: gateway d at 50 %) and the
+ *   medians per cell and rate
  */
 export async function openLoopSection(
   cells: readonly OpenLoopCell[],
@@ -69,7 +95,7 @@ export async function openLoopSection(
     /** Runs before each measured run of a cell (a closed-loop warm-up after its idle time). */
     warm: (cell: OpenLoopCell) => Promise<void>;
   },
-): Promise<string[]> {
+): Promise<OpenLoopSection> {
   const fractions = [0.5, 0.8];
   const results = new Map<string, OpenLoopResult[]>();
   for (let round = 0; round < opts.rounds; round++) {
@@ -78,13 +104,17 @@ export async function openLoopSection(
       for (let i = 0; i < cells.length; i++) {
         const cell = cells[(i + round) % cells.length]!;
         await opts.warm(cell);
+        // The window spans the generator's 1 s warm-up too: per request of every answered one.
+        if (cell.pid !== undefined) await gcStart(cell.pid);
         const r = await runOpenLoop(cell.url, rate, opts.seconds, opts.connections, cell.token).catch(
           (e: Error) => {
             console.log(`  open-loop ${cell.id} @ ${rate}/s failed: ${e.message}`);
             return null;
           },
         );
+        const gc = cell.pid === undefined ? undefined : await gcRead(cell.pid, r?.answered ?? 0);
         if (r === null) continue;
+        if (gc !== undefined) r.gc = gc;
         const key = `${cell.id}@${f}`;
         results.set(key, [...(results.get(key) ?? []), r]);
         console.log(
@@ -107,14 +137,14 @@ export async function openLoopSection(
     const rate = Math.round(baseRps * f);
     const baseP99 = m(`${opts.baseId}@${f}`, (r) => r.p99Ms);
     lines.push(
-      `| at ${f * 100} % (${fmt(rate, 0)} req/s offered) | answered req/s | p50 ms | p90 ms | p99 ms | p99.9 ms | max ms | errors | p99 − ${opts.baseId} p99 |`,
-      "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+      `| at ${f * 100} % (${fmt(rate, 0)} req/s offered) | answered req/s | p50 ms | p90 ms | p99 ms | p99.9 ms | max ms | errors | p99 − ${opts.baseId} p99 | ${GC_HEADS} |`,
+      "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     );
     for (const c of cells) {
       const key = `${c.id}@${f}`;
       const runs = results.get(key) ?? [];
       if (runs.length === 0) {
-        lines.push(`| ${c.id}. ${c.label} | no run | | | | | | | |`);
+        lines.push(`| ${c.id}. ${c.label} | no run | | | | | | | | | | | |`);
         continue;
       }
       const p99 = m(key, (r) => r.p99Ms);
@@ -137,11 +167,27 @@ export async function openLoopSection(
           `${fmt(
             m(key, (r) => r.maxMs),
             2,
-          )} | ${errors} | ${c.id === opts.baseId ? "" : `${p99 - baseP99 >= 0 ? "+" : ""}${fmt(p99 - baseP99, 2)}`} |`,
+          )} | ${errors} | ${c.id === opts.baseId ? "" : `${p99 - baseP99 >= 0 ? "+" : ""}${fmt(p99 - baseP99, 2)}`} | ` +
+          `${gcCells(runs.map((r) => r.gc))} |`,
       );
     }
     lines.push("");
   }
+  const summaries: OpenLoopSummary[] = [];
+  for (const c of cells)
+    for (const f of fractions) {
+      const key = `${c.id}@${f}`;
+      if ((results.get(key) ?? []).length === 0) continue;
+      summaries.push({
+        id: c.id,
+        fraction: f,
+        achieved: m(key, (r) => r.achieved),
+        p50Ms: m(key, (r) => r.p50Ms),
+        p99Ms: m(key, (r) => r.p99Ms),
+        p999Ms: m(key, (r) => r.p999Ms),
+        gc: (results.get(key) ?? []).map((r) => r.gc),
+      });
+    }
   const dP99 = m(`${opts.gatewayId}@0.5`, (r) => r.p99Ms);
   const bP99 = m(`${opts.baseId}@0.5`, (r) => r.p99Ms);
   if (Number.isFinite(dP99) && Number.isFinite(bP99)) {
@@ -152,5 +198,5 @@ export async function openLoopSection(
       "",
     );
   }
-  return lines;
+  return { lines, summaries };
 }

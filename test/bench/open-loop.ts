@@ -88,6 +88,7 @@ console.log(
     offered: rate,
     achieved,
     requests: counted,
+    answered: done,
     p50Ms: pct(0.5),
     p90Ms: pct(0.9),
     p99Ms: pct(0.99),

@@ -2,7 +2,7 @@
  * `npm run bench -- --profile`: runs the gateway (built dist/) under `node --cpu-prof` on the memory
  * store (cell c) and on Redis (cell d), each for BENCH_PROFILE_SECONDS (10) of wrk load after a
  * warm-up, stops it with SIGTERM (the profile is written at exit) and prints the top self-time
- * frames per profile (cpuprofile-summary.ts). Writes the summaries to test/bench/last-profile.md and
+ * frames per profile (cpuprofile-summary.ts). Writes the summaries to test/bench/runs/last-profile.md and
  * keeps the .cpuprofile files in test/bench/profiles/ (open them in Chrome DevTools).
  */
 import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
@@ -15,7 +15,7 @@ import { startGateway, startRedis, startUpstream, writeWarmTokens, type GatewayV
 import { ensureWrk, runWrk, staticTokenScript } from "./wrk.js";
 
 const PROFILE_DIR = fileURLToPath(new URL("./profiles/", import.meta.url));
-const LAST_PROFILE = fileURLToPath(new URL("./last-profile.md", import.meta.url));
+const LAST_PROFILE = fileURLToPath(new URL("./runs/last-profile.md", import.meta.url));
 const TOKEN = "bench-warm-token";
 
 export async function profileMain(): Promise<number> {

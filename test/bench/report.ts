@@ -1,7 +1,9 @@
 /**
  * Statistics over rounds (median, min-max) and the markdown report printed at the end of a run and
- * written to `test/bench/last-run.md`.
+ * written to `test/bench/runs/last-run.md`.
  */
+
+import type { GcPerRequest } from "./gc-window.js";
 
 /** One measured wrk run of one cell. */
 export interface Sample {
@@ -25,6 +27,8 @@ export interface Sample {
   primaryCpuUsPerReq?: number;
   /** Calls answered 429 from the gateway's cache of Redis's 429s (gateway cells). */
   localRejections?: number;
+  /** What the collector did per request (servers started with gc-stats.mjs). */
+  gc?: GcPerRequest;
 }
 
 /** A row of the table. */
@@ -62,15 +66,53 @@ export function med(samples: readonly Sample[], pick: (s: Sample) => number): nu
   return median(samples.map(pick));
 }
 
+/** Column heads of {@link gcCells}. */
+export const GC_HEADS =
+  "KiB alloc/req | B promoted/req | young GCs/10k req (p99 ms) | full GCs/10k req (p99 ms)";
+
+/**
+ * What the collector did per request over a cell's runs (medians): KiB allocated, bytes promoted to
+ * the old generation, young and full collections per 10 000 requests with their p99 pause.
+ * @returns the table's 4 cells ("–" where the server was not instrumented)
+ */
+export function gcCells(gcs: readonly (GcPerRequest | undefined)[]): string {
+  const xs = gcs.filter((g): g is GcPerRequest => g !== undefined);
+  if (xs.length === 0) return "– | – | – | –";
+  const m = (pick: (g: GcPerRequest) => number) => median(xs.map(pick));
+  return (
+    `${fmt(
+      m((g) => g.allocKiB),
+      1,
+    )} | ${fmt(
+      m((g) => g.promotedBytes),
+      0,
+    )} | ` +
+    `${fmt(
+      m((g) => g.youngPer10k),
+      1,
+    )} (${fmt(
+      m((g) => g.youngP99Ms),
+      2,
+    )}) | ` +
+    `${fmt(
+      m((g) => g.fullPer10k),
+      2,
+    )} (${fmt(
+      m((g) => g.fullP99Ms),
+      2,
+    )})`
+  );
+}
+
 /** The main table: one row per cell. */
 export function mainTable(rows: readonly Row[]): string {
   const out = [
-    "| cell | req/s median (min–max) | p50 ms | p99 ms | CPU µs/req | RSS MB | non-2xx / socket errors |",
-    "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
+    `| cell | req/s median (min–max) | p50 ms | p99 ms | CPU µs/req | ${GC_HEADS} | RSS MB | non-2xx / socket errors |`,
+    "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
   ];
   for (const r of rows) {
     if (r.pending !== undefined) {
-      out.push(`| ${r.id}. ${r.label} | pending: ${r.pending} | | | | | |`);
+      out.push(`| ${r.id}. ${r.label} | pending: ${r.pending} | | | | | | | | | |`);
       continue;
     }
     const s = r.samples;
@@ -78,6 +120,7 @@ export function mainTable(rows: readonly Row[]): string {
     out.push(
       `| ${r.id}. ${r.label} | ${spread(s, (x) => x.rps, 0)} | ${spread(s, (x) => x.p50Ms, 2)} | ` +
         `${spread(s, (x) => x.p99Ms, 2)} | ${spread(s, (x) => x.cpuUsPerReq, 0)} | ` +
+        `${gcCells(s.map((x) => x.gc))} | ` +
         `${r.rssMb === undefined ? "–" : fmt(r.rssMb, 0)} | ${errs} |`,
     );
   }

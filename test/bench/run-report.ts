@@ -1,6 +1,6 @@
 /**
  * The markdown report of `npm run bench` (run.ts): the tables, the paired A/B figures and a line per
- * issue target, printed and written to `test/bench/last-run.md`.
+ * issue target, printed and written to `test/bench/runs/last-run.md`.
  */
 import { isPinned } from "./procs.js";
 import { hasNginx } from "./nginx-upstream.js";
@@ -16,6 +16,8 @@ import {
   type Row,
 } from "./report.js";
 import { machine } from "./targets.js";
+import type { OpenLoopSection } from "./open-loop-runs.js";
+import { readmeSection } from "./readme-table.js";
 
 /** The run's settings and the sections measured outside the main rounds. */
 export interface ReportContext {
@@ -25,7 +27,7 @@ export interface ReportContext {
   path: string;
   overLimitRps: number;
   tracingNotes: string[];
-  openLoop: string[];
+  openLoop: OpenLoopSection;
   elapsedS: number;
 }
 
@@ -45,12 +47,16 @@ export function report(rows: Row[], extra: Row[], ctx: ReportContext): string {
       `under test's (/proc; a workers cell's whole process tree). Gateway: built dist/, access log at info ` +
       `to /dev/null, warm token cache. Total bench time ${fmt(ctx.elapsedS, 0)} s.`,
     "",
+    ...readmeSection(rows, extra, ctx.openLoop),
+    "#### Every measured figure",
+    "",
     mainTable(rows),
     "",
     ratioTable(rows, "h"),
     "",
     pairedTable(rows, [
       ["d", "f"],
+      ["d", "dg"],
       ["c", "g"],
       ["d", "w2"],
       ["u1", "u2"],
@@ -59,6 +65,8 @@ export function report(rows: Row[], extra: Row[], ctx: ReportContext): string {
       ["d", "dj"],
       ["dl", "dj"],
       ["d", "dl"],
+      // BENCH_NODES: each runtime's gateways against this one's (variants.ts).
+      ...rows.filter((r) => /^[cd]@/.test(r.id)).map((r) => [r.id.slice(0, 1), r.id] as const),
     ]),
     "",
     ...tracingSection(rows, ctx.tracingNotes),
@@ -66,7 +74,7 @@ export function report(rows: Row[], extra: Row[], ctx: ReportContext): string {
     "",
     countersTable(rows),
     "",
-    ...ctx.openLoop,
+    ...ctx.openLoop.lines,
     "Cache churn (10k distinct tokens and identities cycled by the wrk script, measured after one " +
       "pass over them filled the cache; RSS after) and cold " +
       "tokens (every token new to the gateway: opaque ones introspected by oidc-provider on the same core, " +

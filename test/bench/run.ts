@@ -15,6 +15,8 @@
  *   dj  the gateway, Redis, a warm JWT access token (auth.jwt beside introspection), paired with d
  *   dl  d with a warm opaque token as long as dj's JWT: what the token's length alone costs, so dj/dl
  *       is the JWT path's own cost
+ *   dg  d under `node --single-threaded-gc` (issue 29: the scavenger's helper threads share d's one
+ *       core), paired with d round by round and driven open-loop
  *   t1  d with tracing, sample_ratio 0.01      t100  d with tracing, sample_ratio 1.0
  *       (spans to an OTLP/HTTP collector stand-in on the load core; paired per round with d)
  *
@@ -27,8 +29,13 @@
  * Environment: BENCH_ROUNDS (3), BENCH_SECONDS per cell (5), BENCH_CONNECTIONS (64),
  * BENCH_COLD_TOKENS (10000), BENCH_COLD_SECONDS (cap on the cold run, 30); for A/B experiments,
  * BENCH_CELLS (comma list of cells to run, e.g. "b,c,d"; churn/cold only when unset) and
- * BENCH_GATEWAY_MAIN (another build's main.js), BENCH_ALT_MAIN (adds cell d* : the Redis gateway of
- * that build, interleaved with d, for A/B of a proposed change on a noisy machine).
+ * BENCH_GATEWAY_MAIN (another build's main.js); BENCH_ALT_MAIN, BENCH_ALT_NODE_ARGS and BENCH_NODES
+ * add gateways paired with c and d (variants.ts: another build, extra node flags, other runtimes).
+ *
+ * Every server the bench starts loads `gc-stats.mjs` (BENCH_GC=0 leaves it out): over each measured
+ * run, saturated and open-loop, the table gives the server's bytes allocated and promoted to the old
+ * generation per request and its young and full collections per 10 000 requests with their p99
+ * pause (issue 29 item 2), read from V8's GCProfiler in the server process.
  */
 import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -36,6 +43,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { cpuMicros, cpuMicrosTree, isPinned, pinSelf, processTree, rssBytes, sleep } from "./procs.js";
 import { fmt, med, type Row, type Sample } from "./report.js";
+import { gcRead, gcSingleProcess, gcStart } from "./gc-window.js";
 import {
   get,
   metricSum,
@@ -59,7 +67,8 @@ import {
 } from "./targets.js";
 import { hasNginx, startNginxUpstream } from "./nginx-upstream.js";
 import { report } from "./run-report.js";
-import { openLoopSection, type OpenLoopCell } from "./open-loop-runs.js";
+import { variantSpecs } from "./variants.js";
+import { openLoopSection, type OpenLoopCell, type OpenLoopSection } from "./open-loop-runs.js";
 import { cyclingTokenScript, ensureWrk, runWrk, staticTokenScript } from "./wrk.js";
 
 function envInt(name: string, dflt: number, min: number, max: number): number {
@@ -85,8 +94,8 @@ const OVER_LIMIT_RPS = 500;
 /** Rounds of the open-loop runs (each: 2 rates x the open-loop cells x BENCH_SECONDS). */
 const OPEN_ROUNDS = envInt("BENCH_OPEN_ROUNDS", 3, 0, 20);
 /** Cells driven at a constant rate after the saturation rounds (issue 17 item 3). */
-const OPEN_LOOP_CELLS = ["a", "h", "b2", "fy", "c", "d"];
-const LAST_RUN = fileURLToPath(new URL("./last-run.md", import.meta.url));
+const OPEN_LOOP_CELLS = ["a", "h", "b2", "fy", "c", "d", "dg"];
+const LAST_RUN = fileURLToPath(new URL("./runs/last-run.md", import.meta.url));
 
 /** One column of the interleaved table. */
 interface Cell {
@@ -113,9 +122,13 @@ async function measure(
   const m0 = extra.gateway === undefined ? "" : await extra.gateway.metrics();
   const r0 = extra.redis === undefined ? null : await extra.redis.commandCalls();
   const rc0 = extra.redis === undefined ? 0 : cpuMicros(extra.redis.child.pid);
-  const tree = processTree(target.child.pid).length > 1;
+  const pids = processTree(target.child.pid);
+  const tree = pids.length > 1;
+  const gcOne = gcSingleProcess(pids);
   const c0 = cpuMicrosTree(target.child.pid);
   const p0 = cpuMicros(target.child.pid);
+  // The collector's window (gc-stats.mjs): one process only; a workers tree's figures would mix.
+  if (gcOne) await gcStart(target.child.pid);
   const w = await runWrk(target.url + PATH, {
     seconds,
     connections: CONNECTIONS,
@@ -124,6 +137,7 @@ async function measure(
   });
   const c1 = cpuMicrosTree(target.child.pid);
   const p1 = cpuMicros(target.child.pid);
+  const gc = gcOne ? await gcRead(target.child.pid, w.requests) : undefined;
   const rc1 = extra.redis === undefined ? 0 : cpuMicros(extra.redis.child.pid);
   const r1 = extra.redis === undefined ? null : await extra.redis.commandCalls();
   const m1 = extra.gateway === undefined ? "" : await extra.gateway.metrics();
@@ -137,6 +151,7 @@ async function measure(
     non2xx: w.non2xx,
     socketErrors: w.socketErrors,
   };
+  if (gc !== undefined) sample.gc = gc;
   if (tree) sample.primaryCpuUsPerReq = (p1 - p0) / n;
   if (r0 !== null && r1 !== null) {
     sample.redisPerReq = {};
@@ -285,6 +300,14 @@ async function main(): Promise<number> {
         keyPrefix: "bw",
         workers: 2,
       }),
+      // Issue 29: the scavenger without helper threads on the gateway's one core (fixed-rate.ts:
+      // a sixth of the promotion per request); paired with d, and driven open-loop.
+      dg: await tryGateway("dg-redis-single-threaded-gc", dir, upstream, {
+        tokensFile: warmTokens,
+        redisUrl: redis.url,
+        keyPrefix: "bdg",
+        nodeArgs: ["--single-threaded-gc"],
+      }),
       t1: await tryGateway("t1-redis-tracing-0.01", dir, upstream, traced(0.01, "bt1")),
       t100: await tryGateway("t100-redis-tracing-1.0", dir, upstream, traced(1, "bt100")),
       u1: await tryGateway("u1-redis-unpinned", dir, upstream, {
@@ -315,22 +338,21 @@ async function main(): Promise<number> {
             jwt: { issuer: auth.issuer, audience: auth.audience },
           });
     if (typeof dj !== "string") keep(dj);
-    const altMain = process.env.BENCH_ALT_MAIN;
-    const alt =
-      altMain === undefined
-        ? undefined
-        : await tryGateway("d-alt", dir, upstream, {
-            tokensFile: warmTokens,
-            redisUrl: redis.url,
-            keyPrefix: "bda",
-            main: altMain,
-          });
-    const altMemory =
-      altMain === undefined
-        ? undefined
-        : await tryGateway("c-alt", dir, upstream, { tokensFile: warmTokens, main: altMain });
-    for (const g of [...Object.values(gw), alt, altMemory])
-      if (g !== undefined && typeof g !== "string") keep(g);
+    const variants = await Promise.all(
+      variantSpecs().map(async (v) => ({
+        spec: v,
+        gw: await tryGateway(`${v.id.replace(/[^a-z0-9]/g, "-")}-variant`, dir, upstream, {
+          tokensFile: warmTokens,
+          ...(v.base === "d"
+            ? { redisUrl: redis.url, keyPrefix: `bv${v.id.replace(/[^a-z0-9]/g, "")}` }
+            : {}),
+          ...(v.main === undefined ? {} : { main: v.main }),
+          ...(v.node === undefined ? {} : { node: v.node }),
+          ...(v.nodeArgs === undefined ? {} : { nodeArgs: v.nodeArgs }),
+        }),
+      })),
+    );
+    for (const g of [...Object.values(gw), ...variants.map((v) => v.gw)]) if (typeof g !== "string") keep(g);
     console.log(`servers started (${fmt((Date.now() - t0) / 1000, 0)} s)`);
     const row = (id: string, label: string): Row => ({ id, label, samples: [] });
     const cells: Cell[] = [
@@ -447,33 +469,22 @@ async function main(): Promise<number> {
       }
       cells.push(cell);
     }
+    gwCell("dg", "gateway, Redis store, node --single-threaded-gc", false, "read", true);
     gwCell("t1", "gateway, Redis store, tracing sample_ratio 0.01", false, "read", true);
     gwCell("t100", "gateway, Redis store, tracing sample_ratio 1.0", false, "read", true);
     gwCell("u1", "gateway, Redis store, unpinned (both cores)", false, "read", true);
     gwCell("u2", "gateway, Redis store, workers: 2, unpinned (both cores)", false, "read", true);
-    if (alt !== undefined) {
+    for (const { spec, gw: g } of variants) {
       const cell: Cell = {
-        id: "d*",
-        label: `gateway, Redis store, ${altMain}`,
-        target: typeof alt === "string" ? null : alt,
-        row: row("d*", `gateway, Redis store, ${altMain}`),
+        id: spec.id,
+        label: spec.label,
+        target: typeof g === "string" ? null : g,
+        row: row(spec.id, spec.label),
         check: gatewayCheck(false, "read"),
-        redis,
+        ...(spec.base === "d" ? { redis } : {}),
       };
-      if (typeof alt === "string") cell.row.pending = alt;
-      else cell.gateway = alt;
-      cells.push(cell);
-    }
-    if (altMemory !== undefined) {
-      const cell: Cell = {
-        id: "c*",
-        label: `gateway, memory store, ${altMain}`,
-        target: typeof altMemory === "string" ? null : altMemory,
-        row: row("c*", `gateway, memory store, ${altMain}`),
-        check: gatewayCheck(false, "read"),
-      };
-      if (typeof altMemory === "string") cell.row.pending = altMemory;
-      else cell.gateway = altMemory;
+      if (typeof g === "string") cell.row.pending = g;
+      else cell.gateway = g;
       cells.push(cell);
     }
 
@@ -584,12 +595,18 @@ async function heapAfterLoad(g: GatewayTarget, snapshots: string): Promise<strin
 }
 
 /** The open-loop runs against the selected cells, at 50 % and 80 % of cell h's median (report lines). */
-async function openLoopRuns(active: readonly Cell[], script: string): Promise<string[]> {
+async function openLoopRuns(active: readonly Cell[], script: string): Promise<OpenLoopSection> {
   const h = active.find((c) => c.id === "h");
-  if (OPEN_ROUNDS === 0 || h === undefined) return [];
+  if (OPEN_ROUNDS === 0 || h === undefined) return { lines: [], summaries: [] };
   const cells: OpenLoopCell[] = active
-    .filter((c) => OPEN_LOOP_CELLS.includes(c.id))
-    .map((c) => ({ id: c.id, label: c.row.label, url: c.target!.url + PATH, token: c.token ?? TOKEN }));
+    .filter((c) => OPEN_LOOP_CELLS.includes(c.id) || /^[cd][*@]/.test(c.id))
+    .map((c) => ({
+      id: c.id,
+      label: c.row.label,
+      url: c.target!.url + PATH,
+      token: c.token ?? TOKEN,
+      pid: c.target!.child.pid,
+    }));
   console.log(`open loop: ${cells.map((c) => c.id).join(", ")} at 50 % and 80 % of h, ${OPEN_ROUNDS} rounds`);
   const warm = (cell: OpenLoopCell) =>
     runWrk(cell.url, { seconds: ROUND_WARMUP_S, connections: CONNECTIONS, script }).then(() => undefined);

@@ -4,7 +4,7 @@
  * p90 and p99 once adapted (calls it finished after the first 10 s), and each plan's success rate
  * over the calls sent from then on (without shedding every call is answered 200, the queued ones
  * only when the run drains the queue). 15 s of 600 calls/s per run, gateway, upstream and generator in this process
- * (test/helpers/shedding-load.ts); the table goes to stdout and to last-run-shedding.md.
+ * (test/helpers/shedding-load.ts); the table goes to stdout and to runs/last-run-shedding.md.
  */
 import { writeFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
@@ -23,7 +23,7 @@ import {
 
 const RUN_MS = 15_000;
 const ADAPTED_MS = 10_000;
-const OUT = fileURLToPath(new URL("./last-run-shedding.md", import.meta.url));
+const OUT = fileURLToPath(new URL("./runs/last-run-shedding.md", import.meta.url));
 
 /** One run's row. */
 async function run(shedding: boolean): Promise<string> {

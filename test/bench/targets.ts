@@ -12,6 +12,7 @@ import { promisify } from "node:util";
 import { stringify } from "yaml";
 import { freePorts } from "../helpers/child-gateway.js";
 import { prng } from "../helpers/prng.js";
+import { gcNodeArgs } from "./gc-window.js";
 import { LOAD_CORE, spawnServer, waitForPort, type Child } from "./procs.js";
 
 const exec = promisify(execFile);
@@ -40,7 +41,7 @@ async function startTsChild(
   const child = spawnServer(
     name,
     process.execPath,
-    ["--import", "tsx", path.join(HERE, file), String(port), ...args],
+    [...gcNodeArgs(), "--import", "tsx", path.join(HERE, file), String(port), ...args],
     {
       cwd: ROOT,
       ...(core === undefined ? {} : { core }),
@@ -224,6 +225,8 @@ export interface GatewayVariant {
   jwt?: { issuer: string; audience: string };
   /** Extra `node` flags (profiling). */
   nodeArgs?: string[];
+  /** Another `node` binary (the runtime comparison, BENCH_NODES); this process's by default. */
+  node?: string;
   /** Working directory of the child (where `--cpu-prof` writes by default). */
   cwd?: string;
   /** Another build's `main.js` (A/B against a patched copy). */
@@ -381,8 +384,8 @@ export async function startGateway(
   writeFileSync(file, stringify(gatewayConfig(upstreamUrl, { apiPort, adminPort }, v)));
   const child = spawnServer(
     name,
-    process.execPath,
-    [...(v.nodeArgs ?? []), main, "start", "--config", file],
+    v.node ?? process.execPath,
+    [...gcNodeArgs(), ...(v.nodeArgs ?? []), main, "start", "--config", file],
     { cwd: v.cwd ?? ROOT, ...(v.core === undefined ? {} : { core: v.core }) },
   );
   await waitForPort(child, adminPort);

@@ -27,7 +27,7 @@ const SECONDS = Math.min(Math.max(Number(process.env.BENCH_SECONDS ?? 5) || 5, 1
 const CONNECTIONS = Math.min(Math.max(Number(process.env.BENCH_CONNECTIONS ?? 64) || 64, 1), 512);
 const TOKEN = "bench-tls-token";
 const PATH = "/v1/user";
-const OUT = fileURLToPath(new URL("./last-run-tls.md", import.meta.url));
+const OUT = fileURLToPath(new URL("./runs/last-run-tls.md", import.meta.url));
 
 interface Cell {
   id: string;

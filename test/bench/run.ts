@@ -206,13 +206,20 @@ async function tryGateway(
   }
 }
 
+/**
+ * Scripts run: ioredis sends a connection's first call of a script as EVAL (a worker's first
+ * request), later ones as EVALSHA.
+ */
+const scriptCalls = (calls: Map<string, number>): number =>
+  (calls.get("evalsha") ?? 0) + (calls.get("eval") ?? 0);
+
 /** True when a request through `gw` reaches Redis (not the fail-open memory fallback). */
 async function usesRedis(gw: GatewayTarget, redis: BenchRedis, token: string): Promise<string | null> {
-  const before = (await redis.commandCalls()).get("evalsha") ?? 0;
+  const before = scriptCalls(await redis.commandCalls());
   await get(gw.url + PATH, { authorization: `Bearer ${token}` });
-  const after = (await redis.commandCalls()).get("evalsha") ?? 0;
+  const after = scriptCalls(await redis.commandCalls());
   const degraded = metricSum(await gw.metrics(), "gateway_ratelimit_store_degraded");
-  if (after === before) return "no EVALSHA reached Redis (store not wired or failing open)";
+  if (after === before) return "no script call reached Redis (store not wired or failing open)";
   if (degraded !== 0) return "limit store degraded (failing open to memory)";
   return null;
 }

@@ -7,37 +7,20 @@
 const C1 = 0xcc9e2d51;
 const C2 = 0x1b873593;
 
+/** Scratch for {@link murmur3Utf16}'s pair call. */
+const SCRATCH = new Uint32Array(2);
+
 /**
  * MurmurHash3_x86_32 of the string's UTF-16LE bytes, read two code units per 32-bit block (so no
  * byte buffer is built): the same value as the reference function over
- * `Buffer.from(text, "utf16le")`.
+ * `Buffer.from(text, "utf16le")`. One lane of {@link murmur3Utf16Pair}.
  * @param text - any string (lone surrogates included: code units are hashed as they are)
  * @param seed - 32-bit seed
  * @returns unsigned 32-bit hash
  */
 export function murmur3Utf16(text: string, seed: number): number {
-  const units = text.length;
-  let h = seed | 0;
-  let i = 0;
-  for (; i + 1 < units; i += 2) {
-    let k = text.charCodeAt(i) | (text.charCodeAt(i + 1) << 16) | 0;
-    k = Math.imul(k, C1);
-    k = (k << 15) | (k >>> 17);
-    k = Math.imul(k, C2);
-    h ^= k;
-    h = (h << 13) | (h >>> 19);
-    h = (Math.imul(h, 5) + 0xe6546b64) | 0;
-  }
-  if (i < units) {
-    // A two-byte tail (the reference's `case 2` falling into `case 1`).
-    let k = text.charCodeAt(i);
-    k = Math.imul(k, C1);
-    k = (k << 15) | (k >>> 17);
-    k = Math.imul(k, C2);
-    h ^= k;
-  }
-  h ^= units * 2;
-  return fmix32(h);
+  murmur3Utf16Pair(text, seed, seed, SCRATCH);
+  return SCRATCH[0]!;
 }
 
 /**
@@ -65,6 +48,7 @@ export function murmur3Utf16Pair(text: string, seedA: number, seedB: number, out
     b = (Math.imul(b, 5) + 0xe6546b64) | 0;
   }
   if (i < units) {
+    // A two-byte tail (the reference's `case 2` falling into `case 1`).
     let k = text.charCodeAt(i);
     k = Math.imul(k, C1);
     k = (k << 15) | (k >>> 17);

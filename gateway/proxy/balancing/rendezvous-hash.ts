@@ -11,7 +11,7 @@
  * each XORed with MurmurHash3 of the endpoint's name (same seeds, computed once here) and mixed by
  * `fmix32`. The key is hashed once per pick, whatever the number of endpoints.
  */
-import { fmix32, murmur3Utf16, murmur3Utf16Pair } from "./murmur3.js";
+import { fmix32, murmur3Utf16Pair } from "./murmur3.js";
 import { SmoothWeightedRoundRobin } from "./smooth-weighted-round-robin.js";
 import type { Balancer, BalancedEndpoint } from "./types.js";
 
@@ -33,8 +33,13 @@ export class RendezvousHash implements Balancer {
 
   /** @param endpoints - the upstream's endpoints (read on every pick, never changed here) */
   constructor(private readonly endpoints: readonly BalancedEndpoint[]) {
-    this.nameHi = Uint32Array.from(endpoints, (e) => murmur3Utf16(e.name, SEED_HI));
-    this.nameLo = Uint32Array.from(endpoints, (e) => murmur3Utf16(e.name, SEED_LO));
+    this.nameHi = new Uint32Array(endpoints.length);
+    this.nameLo = new Uint32Array(endpoints.length);
+    endpoints.forEach((e, i) => {
+      murmur3Utf16Pair(e.name, SEED_HI, SEED_LO, this.keyHash);
+      this.nameHi[i] = this.keyHash[0]!;
+      this.nameLo[i] = this.keyHash[1]!;
+    });
     this.equalWeights = endpoints.every((e) => e.weight === endpoints[0]!.weight);
     this.spreader = new SmoothWeightedRoundRobin(endpoints);
   }

@@ -74,6 +74,7 @@ export class HealthChecker {
   private readonly targets: Target[] = [];
   /** `health_check.interval_ms` by upstream (ms). */
   private readonly intervals: Map<string, number>;
+  private started = false;
   private stopped = false;
 
   /**
@@ -118,8 +119,10 @@ export class HealthChecker {
     );
   }
 
-  /** Starts probing (the first round spread over one interval). */
+  /** Starts probing (the first round spread over one interval); later calls do nothing. */
   start(): void {
+    if (this.started || this.stopped) return;
+    this.started = true;
     const byUpstream = new Map<string, Target[]>();
     for (const t of this.targets) byUpstream.set(t.upstream, [...(byUpstream.get(t.upstream) ?? []), t]);
     for (const [name, list] of byUpstream) {

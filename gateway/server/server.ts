@@ -115,7 +115,8 @@ export function createGateway(loaded: LoadedConfig, options: GatewayOptions = {}
   const logger = options.logger ?? createLogger(config.log.level, undefined, {}, config.log.format);
   const registry = options.registry ?? new Registry();
   const metrics = createMetrics(registry, VERSION);
-  setConfigInfo(metrics.configInfo, hashOf(loaded));
+  const configHash = hashOf(loaded);
+  setConfigInfo(metrics.configInfo, configHash);
   const pipeline = new Pipeline({ clock, metrics, logger });
   const accessLog = new AccessLog(logger);
   // Finish observers, in order: every request's end is told to each. The tracing observer only
@@ -157,7 +158,7 @@ export function createGateway(loaded: LoadedConfig, options: GatewayOptions = {}
   const admin = createAdminServer({
     registry,
     ready: () => runtime.limiter.ready(),
-    upstreams: () => Promise.resolve(gateway.upstreams()),
+    upstreams: async () => gateway.upstreams(),
   });
   const withAdmin = options.admin ?? true;
 
@@ -224,10 +225,7 @@ export function createGateway(loaded: LoadedConfig, options: GatewayOptions = {}
         apiPort: (api.address() as AddressInfo).port,
         adminPort: withAdmin ? (admin.address() as AddressInfo).port : 0,
       };
-      logger.info(
-        { ...addresses, routes: config.routes.length, configHash: hashOf(loaded) },
-        "gateway listening",
-      );
+      logger.info({ ...addresses, routes: config.routes.length, configHash }, "gateway listening");
       logger.flush();
       return addresses;
     },

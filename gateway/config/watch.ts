@@ -17,6 +17,7 @@
 import { createHash } from "node:crypto";
 import { readFileSync, statSync, watch, type FSWatcher } from "node:fs";
 import path from "node:path";
+import { afterPendingIo } from "../base/after-pending-io.js";
 import type { Milliseconds } from "../base/clock.js";
 
 /** Changes closer together than this are one (SPEC §20). */
@@ -75,6 +76,8 @@ export class FileWatcher {
   #quiet: NodeJS.Timeout | undefined;
   readonly #poll: NodeJS.Timeout;
   #closed = false;
+  /** Events seen so far: a quiet period ends only for the latest. */
+  #events = 0;
 
   /** @param files - absolute paths; their current content is the baseline */
   constructor(files: readonly string[], opts: FileWatcherOptions) {
@@ -123,16 +126,24 @@ export class FileWatcher {
     this.#dirs.clear();
   }
 
-  /** An event: (re)starts the quiet period; at its end, compares the contents. */
+  /**
+   * An event: (re)starts the quiet period; at its end, once the events already arrived are read
+   * (a busy loop may run the timer before them), compares the contents unless an event came since.
+   */
   #changed(): void {
     if (this.#closed) return;
+    const events = ++this.#events;
     clearTimeout(this.#quiet);
-    this.#quiet = setTimeout(() => {
-      this.#signature = statSignature(this.#files);
-      const hash = contentHash(this.#files);
-      if (hash === this.#hash) return;
-      this.#hash = hash;
-      this.#opts.onChange();
-    }, this.#opts.quietMs);
+    this.#quiet = setTimeout(() => afterPendingIo((n) => this.#settle(n), events), this.#opts.quietMs);
+  }
+
+  /** The quiet period of event `events` ended: a later event restarted it, or the contents are compared. */
+  #settle(events: number): void {
+    if (this.#closed || events !== this.#events) return;
+    this.#signature = statSignature(this.#files);
+    const hash = contentHash(this.#files);
+    if (hash === this.#hash) return;
+    this.#hash = hash;
+    this.#opts.onChange();
   }
 }

@@ -5,6 +5,7 @@
  */
 import { ERROR_CATALOG, errorBody, type ErrorCode } from "../base/error-catalog.js";
 import type { HeaderMap } from "../base/request-facts.js";
+import { ietfPolicyValue } from "../ratelimit/policy.js";
 import type { RequestScope } from "./scope.js";
 
 /** `Retry-After` (s) on a 503 the gateway produces. */
@@ -50,7 +51,7 @@ export function addGatewayFields(
     headers["x-ratelimit-reset"] = String(Math.floor(nowMs / 1000) + UNAVAILABLE_RETRY_AFTER_S);
     headers["x-ratelimit-resource"] = p.className;
     if (p.ietfPolicy !== null) {
-      headers["ratelimit-policy"] = p.ietfPolicyAt === null ? p.ietfPolicy : p.ietfPolicyAt(nowMs);
+      headers["ratelimit-policy"] = ietfPolicyValue(p, nowMs)!;
       headers["ratelimit"] = `"${p.ietfItems[0]!}";r=0;t=${UNAVAILABLE_RETRY_AFTER_S}`;
     }
     return;

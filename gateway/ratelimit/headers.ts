@@ -5,7 +5,7 @@
  * draft-ietf-httpapi-ratelimit-headers-10.
  */
 import type { Decision } from "./limiter.js";
-import type { ResolvedPolicy } from "./policy.js";
+import { ietfPolicyValue, type ResolvedPolicy } from "./policy.js";
 
 /** Header values for one response; plain strings ready for `setHeader`. */
 export interface RateLimitHeaders {
@@ -37,8 +37,7 @@ export function rateLimitHeaders(decision: Decision, policy: ResolvedPolicy): Ra
     retryAfterS,
   };
   if (policy.ietfPolicy !== null) {
-    // A `month` window's `w` is the length of the month at hand (SPEC §19).
-    h.ietfPolicy = policy.ietfPolicyAt === null ? policy.ietfPolicy : policy.ietfPolicyAt(decision.nowMs);
+    h.ietfPolicy = ietfPolicyValue(policy, decision.nowMs)!;
     // t: seconds until the quota unit frees; equals Retry-After on a 429.
     h.ietf = `"${policy.ietfItems[decision.windowIndex]!}";r=${decision.remaining};t=${retryAfterS}`;
   }

@@ -43,6 +43,14 @@ export interface ResolvedPolicy extends LimitPolicy {
   ietfItems: readonly string[];
 }
 
+/**
+ * The `RateLimit-Policy` value of `policy` at `nowMs` (epoch ms): a month window's `w` is the
+ * length of the month at hand (SPEC §19). Null without `headers.ietf`.
+ */
+export function ietfPolicyValue(policy: ResolvedPolicy, nowMs: number): string | null {
+  return policy.ietfPolicyAt === null ? policy.ietfPolicy : policy.ietfPolicyAt(nowMs);
+}
+
 /** Every class's policy for one plan (or for callers without a plan). */
 export interface PlanPolicies {
   /** The plan's name, or null: the classes' own windows. */

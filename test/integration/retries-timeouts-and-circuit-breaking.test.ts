@@ -27,6 +27,13 @@ interface Behaviour {
   /** SHA-256 of each body received. */
   digests: string[];
   open: number;
+  /**
+   * With n > 0, the first n calls are answered together once the n-th arrived (a burst that is in
+   * flight at once however slowly a busy machine delivers it); later calls as usual.
+   */
+  barrier: number;
+  /** Answers held until the barrier. */
+  held: (() => void)[];
 }
 const behaviours: Behaviour[] = [];
 const servers: Awaited<ReturnType<typeof listen>>[] = [];
@@ -48,18 +55,33 @@ function handler(b: Behaviour) {
       b.bodies.push(size);
       b.digests.push(hash.digest("hex"));
       const status = b.statuses[Math.min(b.calls - 1, b.statuses.length - 1)]!;
-      setTimeout(() => {
+      const answer = (): void => {
         if (res.destroyed) return;
         res.writeHead(status, { "content-type": "text/plain", "x-status": String(status) });
         res.end(`status ${status} size ${size}`);
-      }, b.delayMs);
+      };
+      if (b.barrier > 0 && b.held.length < b.barrier - 1 && b.calls < b.barrier) {
+        b.held.push(answer);
+        return;
+      }
+      if (b.held.length > 0) for (const release of b.held.splice(0)) setTimeout(release, b.delayMs);
+      setTimeout(answer, b.delayMs);
     });
   };
 }
 
 beforeAll(async () => {
   for (let i = 0; i < 2; i++) {
-    const b: Behaviour = { statuses: [200], delayMs: 0, calls: 0, bodies: [], digests: [], open: 0 };
+    const b: Behaviour = {
+      statuses: [200],
+      delayMs: 0,
+      calls: 0,
+      bodies: [],
+      digests: [],
+      open: 0,
+      barrier: 0,
+      held: [],
+    };
     behaviours.push(b);
     servers.push(await listen(handler(b)));
   }
@@ -70,7 +92,15 @@ afterEach(async () => {
   gw = null;
   // `open` is not reset: a request a test gave up may still close upstream after it.
   for (const b of behaviours)
-    Object.assign(b, { statuses: [200], delayMs: 0, calls: 0, bodies: [], digests: [] });
+    Object.assign(b, {
+      statuses: [200],
+      delayMs: 0,
+      calls: 0,
+      bodies: [],
+      digests: [],
+      barrier: 0,
+      held: [],
+    });
 });
 
 afterAll(async () => {
@@ -206,6 +236,7 @@ describe("retries", () => {
     const g = await gatewayWith({ retries: { attempts: 3, backoff: { base_ms: 20, max_ms: 50 } } }, one());
     behaviours[0]!.statuses = [503];
     behaviours[0]!.delayMs = 20;
+    behaviours[0]!.barrier = 100;
     const answers = await Promise.all(
       Array.from({ length: 100 }, (_, i) =>
         request(`${g.url}/v1/items`, { headers: { ...AUTH, "x-request-id": `storm-${i}` } }),

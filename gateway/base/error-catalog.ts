@@ -11,7 +11,12 @@ export interface CatalogEntry {
   condition: string;
   /** The connection closes after this answer (the request's framing cannot be trusted). */
   closesConnection?: true;
+  /** `Retry-After` (s) the answer carries (a 429's comes from the limiter instead). */
+  retryAfterS?: number;
 }
+
+/** `Retry-After` (s) on a 503 of an unavailable dependency (identity provider, limit store). */
+export const UNAVAILABLE_RETRY_AFTER_S = 5;
 
 /** Stable gateway error codes. */
 export type ErrorCode =
@@ -91,12 +96,14 @@ export const ERROR_CATALOG: Readonly<Record<ErrorCode, CatalogEntry>> = Object.f
   auth_unavailable: {
     status: 503,
     message: "Authentication service unavailable",
+    retryAfterS: UNAVAILABLE_RETRY_AFTER_S,
     condition:
       "Introspection source unreachable and nothing usable cached, or a JWT signed by a key not held while the key set cannot be fetched",
   },
   ratelimit_unavailable: {
     status: 503,
     message: "Rate limit service unavailable",
+    retryAfterS: UNAVAILABLE_RETRY_AFTER_S,
     condition: "Limit store unreachable and `failure_mode: closed`",
   },
   bad_gateway: { status: 502, message: "Bad gateway", condition: "Upstream refused, reset or unreachable" },
@@ -115,6 +122,8 @@ export const ERROR_CATALOG: Readonly<Record<ErrorCode, CatalogEntry>> = Object.f
   upstream_overloaded: {
     status: 503,
     message: "Service overloaded, please retry",
+    // SPEC §17: capacity frees as calls finish.
+    retryAfterS: 1,
     condition: "The upstream's `max_in_flight` calls are in flight (circuit breaking); `Retry-After: 1`",
   },
 });

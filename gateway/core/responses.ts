@@ -3,15 +3,16 @@
  * §3), as plain data: a status, header fields and a body. Transport writers put them on the wire;
  * nothing here knows `node:http`.
  */
-import { ERROR_CATALOG, errorBody, type ErrorCode } from "../base/error-catalog.js";
+import {
+  ERROR_CATALOG,
+  errorBody,
+  UNAVAILABLE_RETRY_AFTER_S,
+  type ErrorCode,
+} from "../base/error-catalog.js";
 import type { HeaderMap } from "../base/request-facts.js";
 import { ietfPolicyValue } from "../ratelimit/policy.js";
 import type { RequestScope } from "./scope.js";
 
-/** `Retry-After` (s) on a 503 the gateway produces. */
-export const UNAVAILABLE_RETRY_AFTER_S = 5;
-/** `Retry-After` (s) on a 503 `upstream_overloaded` (SPEC §17): capacity frees as calls finish. */
-export const OVERLOADED_RETRY_AFTER_S = 1;
 const JSON_TYPE = "application/json; charset=utf-8";
 
 /** A response of the gateway's own. */
@@ -82,8 +83,7 @@ export function errorResponse(scope: RequestScope, code: ErrorCode, nowMs: numbe
     body = errorBody(code, n);
   } else {
     body = errorBody(code);
-    if (code === "upstream_overloaded") headers["retry-after"] = String(OVERLOADED_RETRY_AFTER_S);
-    else if (entry.status === 503) headers["retry-after"] = String(UNAVAILABLE_RETRY_AFTER_S);
+    if (entry.retryAfterS !== undefined) headers["retry-after"] = String(entry.retryAfterS);
   }
   const challenge = challengeFor(code, scope.runtime.request.realm, scope.route?.scopes);
   if (challenge !== null) headers["www-authenticate"] = challenge;

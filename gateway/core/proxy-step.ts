@@ -169,15 +169,14 @@ export class ProxyStep implements ExchangeHooks<RequestScope> {
 
   /**
    * {@link ExchangeHooks}: the upstream's head (SPEC §3, §6), in place: timed, hop-by-hop fields
-   * removed (a 101 keeps `Connection: Upgrade`), `Transfer-Encoding` left to the transport, which
-   * re-frames the body, and the gateway's fields written over the upstream's.
+   * removed (a 101 keeps `Connection: Upgrade`; `Transfer-Encoding` too: the transport re-frames
+   * the body), and the gateway's fields written over the upstream's.
    */
   upstreamHead(scope: RequestScope, headers: HeaderMap, _endpoint: Endpoint, upgraded: boolean): void {
     scope.upstreamMs = this.clock.monotonicMs() - scope.upstreamStartMs;
     this.hot.upstream(scope.route!.upstream, scope.upstreamMs / 1000);
     if (scope.admitted !== null) scope.admitted.sample(scope.upstreamMs);
     stripHopByHop(headers, upgraded);
-    if (headers["transfer-encoding"] !== undefined) delete headers["transfer-encoding"];
     addGatewayFields(headers, scope, this.clock.nowMs(), true);
   }
 

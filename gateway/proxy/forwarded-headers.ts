@@ -13,11 +13,13 @@ const HOP_BY_HOP = [
   "trailer",
   "upgrade",
   "proxy-authorization",
+  // Each hop frames the body itself (undici refuses the field; Node re-frames what it relays).
+  "transfer-encoding",
 ];
 
 /**
- * Removes hop-by-hop fields in place, including every field the `Connection` header names.
- * `transfer-encoding` is left to Node, which re-frames the body on each hop.
+ * Removes hop-by-hop fields in place (RFC 9110 §7.6.1, and `transfer-encoding`, which each hop
+ * frames anew), including every field the `Connection` header names.
  * @param keepUpgrade - keep `connection`/`upgrade` (a WebSocket handshake taken by the `upgrade`
  *   listener); every other field `Connection` names is still removed
  */

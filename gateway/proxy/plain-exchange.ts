@@ -67,9 +67,6 @@ export class PlainExchange<C, R extends ResponseTarget> implements ExchangeResul
 
   start(): Promise<ExchangeResult> {
     const done = settlement<ExchangeResult>(this);
-    const headers = this.request.headers;
-    // undici frames the body itself and refuses the field.
-    if (headers["transfer-encoding"] !== undefined) delete headers["transfer-encoding"];
     (this.res as Relayed)[EXCHANGE] = this as PlainExchange<unknown, ResponseTarget>;
     this.res.on("close", onClientClose); // emitted once; `on` skips once()'s wrapper
     if (this.request.timeoutMs > 0) this.deadline = setTimeout(onDeadline, this.request.timeoutMs, this);

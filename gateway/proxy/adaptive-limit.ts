@@ -12,8 +12,7 @@
  * Flat latency gives gradient 1: the limit grows by QUEUE_SIZE × SMOOTHING per window. Latency
  * above RTT_TOLERANCE × no-load shrinks it, at most halving the target per window.
  *
- * Flat latency keeps it growing; sustained latency at 2× or more holds it near
- * QUEUE_SIZE / (1 − 0.5) = 8 calls (the gradient's floor), min_limit permitting.
+ * Sustained latency at 2× or more holds it near QUEUE_SIZE / (1 − 0.5) = 8 calls (the gradient's floor), min_limit permitting.
  *
  * One departure from `Gradient2Limit`: its baseline is an exponential average of every latency (a
  * window of 600 samples), which drifts up under a sustained overload (the upstream never shows its

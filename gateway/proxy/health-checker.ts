@@ -124,7 +124,11 @@ export class HealthChecker {
     if (this.started || this.stopped) return;
     this.started = true;
     const byUpstream = new Map<string, Target[]>();
-    for (const t of this.targets) byUpstream.set(t.upstream, [...(byUpstream.get(t.upstream) ?? []), t]);
+    for (const t of this.targets) {
+      const list = byUpstream.get(t.upstream);
+      if (list === undefined) byUpstream.set(t.upstream, [t]);
+      else list.push(t);
+    }
     for (const [name, list] of byUpstream) {
       const interval = this.intervals.get(name)!;
       list.forEach((t, i) => {

@@ -2,10 +2,11 @@
  * Every row of SPEC §2: status, JSON body, content type, X-Request-Id, the rate-limit headers and
  * the extra headers of each gateway-produced response.
  */
-import http, { type Server } from "node:http";
+import type { Server } from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { closeServer, listen, request, type TestResponse } from "../helpers/http.js";
 import { startGateway, testConfig, type TestGateway } from "../helpers/gateway.js";
+import { freePort } from "../helpers/redis-server.js";
 
 let upstream: { server: Server; url: string };
 let slow: { server: Server; url: string };
@@ -31,9 +32,9 @@ beforeAll(async () => {
   slow = await listen(() => {
     /* never answers */
   });
-  const dead = await listen(http.createServer());
-  deadUrl = dead.url;
-  await closeServer(dead.server);
+  // A port of this worker's own test range, where nothing listens: a released ephemeral port could
+  // be taken by another process's server or outgoing connection before the test uses it.
+  deadUrl = `http://127.0.0.1:${await freePort()}`;
   gw = await startGateway(gatewayConfig());
 });
 

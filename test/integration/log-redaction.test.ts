@@ -121,8 +121,8 @@ describe("log redaction (static tokens, trace level)", () => {
       req.resume();
       res.writeHead(200, { "content-type": "text/plain" }).end("ok");
     });
-    const dead = await listen(() => {});
-    await closeServer(dead.server);
+    // Nothing listens on a port of this worker's own range (a released ephemeral port may be reused).
+    const dead = { url: `http://127.0.0.1:${await freePort()}` };
     writeFileSync(path.join(dir, "tokens.yaml"), stringify({ [VALID]: { sub: SUB, scope: "read write" } }));
     const gw = await startChild(dir, {
       upstreams: { docs: { url: upstream.url }, dead: { url: dead.url, connect_timeout_ms: 500 } },

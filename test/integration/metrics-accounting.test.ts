@@ -18,6 +18,7 @@ import { startGateway, testConfig, type TestGateway } from "../helpers/gateway.j
 import { closeServer, listen, request } from "../helpers/http.js";
 import { introspectionAuthConfig, startAuthServer, type AuthServer } from "../helpers/oidc.js";
 import { scrape, type Scrape } from "../helpers/prom.js";
+import { freePort } from "../helpers/redis-server.js";
 
 const VALID = { authorization: "Bearer valid-token" };
 
@@ -73,9 +74,8 @@ describe("metrics after a scripted mix of calls (static tokens)", () => {
       });
     });
     slow = await listen(() => slowArrived()); // never answers
-    const dead = await listen(() => {});
-    deadUrl = dead.url;
-    await closeServer(dead.server);
+    // Nothing listens on a port of this worker's own range (a released ephemeral port may be reused).
+    deadUrl = `http://127.0.0.1:${await freePort()}`;
     gw = await startGateway(config());
 
     const get = (p: string, headers: Record<string, string> = VALID) => request(`${gw.url}${p}`, { headers });

@@ -111,17 +111,27 @@ export class ReplyWatch {
       this.queue.push(w);
       reply.then(
         (v) => {
-          this.replies++;
-          w.done = true;
+          this.settled(w);
           resolve(v);
         },
         (err: unknown) => {
-          this.replies++;
-          w.done = true;
+          this.settled(w);
           reject(err as Error);
         },
       );
     });
+  }
+
+  /**
+   * A reply arrived. A settled call leaves the queue at once when it is the oldest (replies come in
+   * order on a connection, so it nearly always is): the queue holds the calls in flight, not every
+   * call since the timer was armed, which kept each call's promise and reply alive for up to two
+   * command timeouts and had them promoted to the old generation (issue 29).
+   */
+  private settled(w: Waiting): void {
+    this.replies++;
+    w.done = true;
+    if (this.queue[this.head] === w) this.oldest();
   }
 
   /** The calls tracked since the last call were written now: their time starts. */
@@ -130,6 +140,11 @@ export class ReplyWatch {
     this.turn.sentAtMs = this.now();
     this.turn = null;
     this.arm();
+  }
+
+  /** Calls held: those waiting, and settled ones behind an older call still waiting. */
+  get held(): number {
+    return this.queue.length - this.head;
   }
 
   /** Stops the timer; calls still waiting settle with their connection (closed by the store). */

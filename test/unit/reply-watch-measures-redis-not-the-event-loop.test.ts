@@ -80,3 +80,29 @@ it("fails the waiting calls when nothing comes for a command timeout after a cal
   expect(waited).toBeGreaterThanOrEqual(80);
   watch.close();
 });
+
+it("holds only the calls in flight: a settled call leaves at once, out-of-order ones behind the oldest", async () => {
+  // A command timeout far longer than the test: nothing here may depend on the timer firing.
+  const watch = new ReplyWatch(60_000);
+  for (let i = 0; i < 2_000; i++) {
+    const tracked = watch.track(Promise.resolve(i));
+    watch.sent();
+    await expect(tracked).resolves.toBe(i);
+    expect(watch.held).toBe(0);
+  }
+  const settle: Array<() => void> = [];
+  const calls = Array.from({ length: 3 }, () =>
+    watch.track(new Promise<void>((resolve) => settle.push(resolve))),
+  );
+  watch.sent();
+  settle[2]!();
+  await calls[2];
+  expect(watch.held).toBe(3); // the newest settled behind two still waiting
+  settle[0]!();
+  await calls[0];
+  expect(watch.held).toBe(2);
+  settle[1]!();
+  await calls[1];
+  expect(watch.held).toBe(0);
+  watch.close();
+});

@@ -1,4 +1,3 @@
-#!/usr/bin/env node
 /**
  * The `gateway` command (SPEC §9, usage in `cli/usage.ts`):
  *   gateway start --config FILE     run the gateway (FILE also from GATEWAY_CONFIG; one is required)
@@ -7,12 +6,13 @@
  *   gateway help | --help
  * With `workers` > 1 (SPEC §15) `start` runs a node:cluster primary (`cluster/primary.ts`), which
  * forks this same command as its workers (`cluster/worker.ts`) and takes the signals.
+ * Loaded by `main.ts` once the process's garbage-collector setting is made (`gc-tuning.ts`).
  */
 import { parseArgs } from "node:util";
-import { runCheck } from "./cli/check.js";
-import { runStart } from "./cli/start.js";
-import { USAGE } from "./cli/usage.js";
-import { VERSION } from "./base/version.js";
+import { runCheck } from "./check.js";
+import { runStart } from "./start.js";
+import { USAGE } from "./usage.js";
+import { VERSION } from "../base/version.js";
 
 async function main(argv: string[]): Promise<number> {
   let parsed;

@@ -7,10 +7,11 @@
  *
  * Usage: `node --import tsx test/bench/allocations.ts [seconds] [top] [survivors]` (default 5 s,
  * top 25). `survivors` leaves out what young collections freed: what is left is what survived one
- * (promoted to the old generation, the bytes behind the open-loop tail's pauses), plus the young
- * generation's live contents when sampling stops (at most a semi-space, against some 50 MB
- * promoted over 5 s). A fifth argument drives the gateway at that fixed rate (req/s) with the
+ * (promoted to the old generation, the bytes behind the open-loop tail's pauses), plus what is live
+ * in the young generation when sampling stops (a young collection, `gc({ type: "minor" })` under
+ * `--expose-gc`, runs first, so the garbage allocated since the last one does not count). A fifth argument drives the gateway at that fixed rate (req/s) with the
  * open-loop generator instead of wrk at saturation, where 64 requests are always in flight.
+ * `ALLOC_STORE=memory` profiles cell c (memory store) instead of d.
  * Needs `npm run build`, wrk and nginx (else the Node upstream).
  */
 import { mkdtempSync, rmSync } from "node:fs";
@@ -67,9 +68,8 @@ const tokensFile = writeWarmTokens(dir, "tok");
 const script = staticTokenScript(dir, "tok");
 const gw = await startGateway("alloc", dir, upstream.url, {
   tokensFile,
-  redisUrl: redis.url,
-  keyPrefix: "ba",
-  nodeArgs: [`--inspect=127.0.0.1:${inspectPort}`],
+  ...(process.env.ALLOC_STORE === "memory" ? {} : { redisUrl: redis.url, keyPrefix: "ba" }),
+  nodeArgs: [`--inspect=127.0.0.1:${inspectPort}`, ...(SURVIVORS ? ["--expose-gc"] : [])],
 });
 try {
   const url = `${gw.url}/v1/user`;
@@ -88,6 +88,9 @@ try {
           rps: r.achieved,
         }))
       : await runWrk(url, { seconds: SECONDS, connections: 64, script });
+  // A young collection first, so the young generation's dead objects leave the survivors' profile
+  // (without it, up to a semi-space of garbage allocated since the last one would count).
+  if (SURVIVORS) await cdp("Runtime.evaluate", { expression: "gc({ type: 'minor' })" });
   const { profile } = (await cdp("HeapProfiler.stopSampling")) as { profile: { head: ProfileNode } };
   const byFrame = new Map<string, number>();
   let total = 0;

@@ -56,7 +56,7 @@ export function report(rows: Row[], extra: Row[], ctx: ReportContext): string {
     "",
     pairedTable(rows, [
       ["d", "f"],
-      ["d", "dg"],
+      ["d", "dm"],
       ["c", "g"],
       ["d", "w2"],
       ["u1", "u2"],

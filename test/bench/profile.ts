@@ -1,5 +1,5 @@
 /**
- * `npm run bench -- --profile`: runs the gateway (built dist/) under `node --cpu-prof` on the memory
+ * `npm run bench:profile`: runs the gateway (built dist/) under `node --cpu-prof` on the memory
  * store (cell c) and on Redis (cell d), each for BENCH_PROFILE_SECONDS (10) of wrk load after a
  * warm-up, stops it with SIGTERM (the profile is written at exit) and prints the top self-time
  * frames per profile (cpuprofile-summary.ts). Writes the summaries to test/bench/runs/last-profile.md and
@@ -34,7 +34,7 @@ export async function profileMain(): Promise<number> {
   const out: string[] = [
     `### CPU profile ${new Date().toISOString().slice(0, 16).replace("T", " ")} UTC`,
     "",
-    `\`npm run bench -- --profile\`: gateway from dist/ under \`node --cpu-prof\`, ${seconds} s of wrk ` +
+    `\`npm run bench:profile\`: gateway from dist/ under \`node --cpu-prof\`, ${seconds} s of wrk ` +
       `(${connections} connections, warm token) after a 2 s warm-up; ${isPinned ? "pinned as in the bench" : "unpinned"}. ` +
       "Self time per frame; Node's own modules folded per module.",
   ];

@@ -24,7 +24,7 @@
  * then the cache-churn runs (10k tokens and identities) and the cold-token runs (every token new):
  * opaque tokens introspected by oidc-provider, and JWTs from the same provider validated locally. Servers run on core 0; wrk and redis-server (which stands for its
  * own host) on core 1 (taskset). Warm cells use a static tokens file with one token, warmed before
- * measuring. `npm run bench -- --profile` profiles
+ * measuring. `npm run bench:profile` profiles
  * instead (see profile.ts).
  *
  * Environment: BENCH_ROUNDS (3), BENCH_SECONDS per cell (5), BENCH_CONNECTIONS (64),

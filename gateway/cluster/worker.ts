@@ -13,9 +13,12 @@
 import { deepFreeze } from "../config/load.js";
 import type { GatewayConfig } from "../config/schema.js";
 import { ListenError } from "../server/listen.js";
-import { createLogger } from "../observability/logger.js";
+import { abandonOutput, createLogger } from "../observability/logger.js";
 import { createGateway, type Gateway, type PreparedReload } from "../server/server.js";
 import { isGatewayMessage, type FromWorker, type MetricJson, type ToWorker } from "./messages.js";
+
+/** Why a started worker stops when its IPC channel to the primary closes. */
+const PRIMARY_GONE = "primary gone";
 
 /** How often the worker looks at its readiness to report a change (ms). */
 const READY_POLL_MS = 250;
@@ -81,7 +84,7 @@ class WorkerControl {
     });
     process.on("SIGTERM", () => this.stop("SIGTERM"));
     process.on("SIGINT", () => this.stop("SIGINT"));
-    process.once("disconnect", () => this.stop("primary gone"));
+    process.once("disconnect", () => this.stop(PRIMARY_GONE));
     const poll = setInterval(() => this.reportReady(), READY_POLL_MS);
     poll.unref();
     this.reportReady();
@@ -140,7 +143,10 @@ class WorkerControl {
   /**
    * Drains (SPEC §7: in-flight requests finish within `listen.grace_ms`), waits until every line
    * is written to the pipe (exiting with a write in flight could cut a line), and exits 0. A
-   * reader that never reads holds the worker until its primary's deadline kills it.
+   * reader that never reads holds the worker until its primary's deadline kills it. Without a
+   * primary (it died: {@link PRIMARY_GONE}) nobody reads the pipe and nobody would kill the
+   * worker, so once drained it drops its unwritten lines and exits: waiting for them (or pino's
+   * synchronous flush at exit) kept orphaned workers alive for good (`abandonOutput`).
    */
   private stop(by: string): void {
     if (this.stopping) return;
@@ -149,7 +155,11 @@ class WorkerControl {
     logger.info({ signal: by }, "shutting down");
     logger.flush(); // operator-facing: not left in the buffer for the whole grace period
     this.gateway.close().then(
-      () => logger.flush(() => process.exit(0)),
+      () => {
+        if (by !== PRIMARY_GONE) return logger.flush(() => process.exit(0));
+        abandonOutput(logger);
+        process.exit(0);
+      },
       (err: unknown) => {
         this.gateway.logger.error({ err }, "shutdown failed");
         process.exit(1);

@@ -60,3 +60,16 @@ export function createLogger(
     dest,
   );
 }
+
+/**
+ * Drops what `logger` has not written yet and stops its destination, for a process whose output
+ * nobody reads any more (a cluster worker whose primary died): pino flushes synchronously when the
+ * process exits, and on a full pipe whose reader is gone but whose other end a sibling process
+ * still holds, that retries for ever (sonic-boom's `flushSync` on `EAGAIN`), so the process never
+ * exits. A destroyed destination is skipped at exit.
+ */
+export function abandonOutput(logger: Logger): void {
+  const own = logger as unknown as Record<symbol, unknown>;
+  const stream = own[pino.symbols.streamSym] as { destroy?: () => void; destroyed?: boolean } | undefined;
+  if (stream?.destroyed === false) stream.destroy?.();
+}

@@ -12,7 +12,8 @@
  * the same runs promoted 120-125 bytes per request, young pauses 1.6-1.8 ms, p99 5.6-7.1 ms, at
  * less CPU per request and 20-40 MB less RSS. V8 12 (Node 22, the container image's runtime) and
  * later do not show it (about 300 KB/s promoted at 3,000 req/s, as Node 20 without concurrent
- * marking), so they keep V8's default.
+ * marking), and there the flag does harm (Node 22, 3,600 req/s: 0.49 MB/s promoted by default,
+ * 7.8-8.7 MB/s with it), so they keep V8's default.
  *
  * When: first of all. `node` refuses the flag in `NODE_OPTIONS`, so the process sets it itself
  * (`v8.setFlagsFromString`), from `main.ts`, which imports nothing else before it and loads the

@@ -8,4 +8,8 @@
 import { tuneGarbageCollector } from "./cli/gc-tuning.js";
 
 tuneGarbageCollector();
-await import("./cli/command.js");
+await import("./cli/command.js").catch((err: unknown) => {
+  // The command's own failures are JSON lines (cli/command.ts); so is failing to load it.
+  console.error(JSON.stringify({ level: "fatal", msg: err instanceof Error ? err.message : String(err) }));
+  process.exitCode = 1;
+});

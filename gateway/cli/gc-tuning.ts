@@ -1,6 +1,7 @@
 /**
- * The one garbage-collector setting `gateway start` makes itself: on V8 before 12 (Node 20),
- * concurrent marking off (issue 29).
+ * The one garbage-collector setting the `gateway` command makes itself (every command, and every
+ * cluster worker, which runs the same entry): on V8 before 12 (Node 20), concurrent marking off
+ * (issue 29).
  *
  * Measured (`test/bench/README.md`, "Round three"): on Node 20.20 (V8 11.3) the old generation is
  * marked by background threads while the gateway runs, and while such a cycle is in progress the
@@ -25,7 +26,8 @@
  * MB/s, worse than not setting it: V8 promises nothing for a flag changed while a collection may be
  * under way. A `node` flag naming concurrent marking (or `--single-threaded-gc`)
  * on the command line is the operator's choice and is left alone: run
- * `node --concurrent-marking dist/gateway/main.js start …` to keep V8's default on Node 20.
+ * `node --concurrent-marking dist/gateway/main.js start …` to keep V8's default on Node 20 (the
+ * `gateway` bin and `npm start` pass no `node` flags, and `NODE_OPTIONS` refuses this one).
  */
 import v8 from "node:v8";
 
@@ -35,13 +37,17 @@ export const GC_FLAG = "--no-concurrent-marking";
 /** The first V8 major version that does not need {@link GC_FLAG}. */
 const FIXED_IN_V8_MAJOR = 12;
 
-/** Command-line flags that state a choice about concurrent marking. */
-const OPERATOR_CHOICE = /^--(no-)?(concurrent[-_]marking|single[-_]threaded[-_]gc)(=|$)/;
+/**
+ * Command-line flags that state a choice about concurrent marking, in V8's spellings (`--no-x`,
+ * `--nox`, `_` for `-`), or imply one (`--single-threaded`, `--single-threaded-gc`, `--predictable`).
+ */
+const OPERATOR_CHOICE = /^--(no[-_]?)?(concurrent[-_]marking|single[-_]threaded([-_]gc)?|predictable)(=|$)/;
 
 /**
  * Whether {@link GC_FLAG} applies to a process.
  * @param v8Version - `process.versions.v8`, e.g. "11.3.244.8-node.33"
  * @param execArgv - the process's `node` flags (`process.execArgv`)
+ * @returns true on V8 before 12 when no flag in `execArgv` states a choice about concurrent marking
  */
 export function needsGcTuning(v8Version: string, execArgv: readonly string[]): boolean {
   const major = Number.parseInt(v8Version, 10);
@@ -52,6 +58,8 @@ export function needsGcTuning(v8Version: string, execArgv: readonly string[]): b
 /**
  * Sets {@link GC_FLAG} on this process when {@link needsGcTuning} says so. Only `main.ts` calls
  * it, before it loads the rest of the gateway (see above).
+ * @param v8Version - @default process.versions.v8
+ * @param execArgv - @default process.execArgv
  * @returns whether the flag was set
  */
 export function tuneGarbageCollector(

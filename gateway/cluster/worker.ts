@@ -74,6 +74,10 @@ async function start(m: Extract<ToWorker, { type: "gw:start" }>): Promise<void> 
 class WorkerControl {
   private readonly prepared = new Map<number, PreparedReload>();
   private stopping = false;
+  /** The IPC channel to the primary closed: nobody reads this worker's output any more. */
+  private primaryGone = false;
+  /** Drained: waiting for the last lines to be written before exiting with this status. */
+  private exiting: number | null = null;
   private ready: boolean | null = null;
 
   constructor(private readonly gateway: Gateway) {}
@@ -84,7 +88,7 @@ class WorkerControl {
     });
     process.on("SIGTERM", () => this.stop("SIGTERM"));
     process.on("SIGINT", () => this.stop("SIGINT"));
-    process.once("disconnect", () => this.stop(PRIMARY_GONE));
+    process.once("disconnect", () => this.onPrimaryGone());
     const poll = setInterval(() => this.reportReady(), READY_POLL_MS);
     poll.unref();
     this.reportReady();
@@ -144,9 +148,10 @@ class WorkerControl {
    * Drains (SPEC §7: in-flight requests finish within `listen.grace_ms`), waits until every line
    * is written to the pipe (exiting with a write in flight could cut a line), and exits 0. A
    * reader that never reads holds the worker until its primary's deadline kills it. Without a
-   * primary (it died: {@link PRIMARY_GONE}) nobody reads the pipe and nobody would kill the
-   * worker, so once drained it drops its unwritten lines and exits: waiting for them (or pino's
-   * synchronous flush at exit) kept orphaned workers alive for good (`abandonOutput`).
+   * primary (it died, before or during the stop: {@link onPrimaryGone}) nobody reads the pipe and
+   * nobody would kill the worker, so once drained it drops its unwritten lines and exits: waiting
+   * for them (or pino's synchronous flush at exit) kept orphaned workers alive for good
+   * (`abandonOutput`).
    */
   private stop(by: string): void {
     if (this.stopping) return;
@@ -155,15 +160,27 @@ class WorkerControl {
     logger.info({ signal: by }, "shutting down");
     logger.flush(); // operator-facing: not left in the buffer for the whole grace period
     this.gateway.close().then(
-      () => {
-        if (by !== PRIMARY_GONE) return logger.flush(() => process.exit(0));
-        abandonOutput(logger);
-        process.exit(0);
-      },
+      () => this.exit(0),
       (err: unknown) => {
         this.gateway.logger.error({ err }, "shutdown failed");
-        process.exit(1);
+        this.exit(1);
       },
     );
+  }
+
+  /** The primary died: stop (or, drained already and writing the last lines, exit now). */
+  private onPrimaryGone(): void {
+    this.primaryGone = true;
+    if (!this.stopping) this.stop(PRIMARY_GONE);
+    else if (this.exiting !== null) this.exit(this.exiting);
+  }
+
+  /** Exits with `code` once the lines are written, or at once when nobody reads them. */
+  private exit(code: number): void {
+    this.exiting = code;
+    const logger = this.gateway.logger;
+    if (!this.primaryGone && process.connected) return logger.flush(() => process.exit(code));
+    abandonOutput(logger);
+    process.exit(code);
   }
 }

@@ -63,10 +63,11 @@ export function createLogger(
 
 /**
  * Drops what `logger` has not written yet and stops its destination, for a process whose output
- * nobody reads any more (a cluster worker whose primary died): pino flushes synchronously when the
- * process exits, and on a full pipe whose reader is gone but whose other end a sibling process
- * still holds, that retries for ever (sonic-boom's `flushSync` on `EAGAIN`), so the process never
- * exits. A destroyed destination is skipped at exit.
+ * nobody reads any more (a cluster worker whose primary died). pino flushes its destination
+ * synchronously when the process exits (pino 10.4.0 `lib/tools.js` `autoEnd`), and sonic-boom's
+ * `flushSync` retries `EAGAIN` for ever (sonic-boom 4.2.1 `index.js`), so a write that cannot
+ * complete kept such a worker from ever exiting; `autoEnd` skips a destroyed destination.
+ * @param logger - a logger made by {@link createLogger} (its destination is read from pino)
  */
 export function abandonOutput(logger: Logger): void {
   const own = logger as unknown as Record<symbol, unknown>;

@@ -142,7 +142,7 @@ export class ReplyWatch {
     this.arm();
   }
 
-  /** Calls held: those waiting, and settled ones behind an older call still waiting. */
+  /** Calls held (a count): those waiting, and settled ones behind an older call still waiting. */
   get held(): number {
     return this.queue.length - this.head;
   }

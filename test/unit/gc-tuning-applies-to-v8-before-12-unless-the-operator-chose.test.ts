@@ -42,7 +42,7 @@ it("the flag is one this runtime's V8 accepts", () => {
   });
   expect(r.stderr).not.toMatch(/bad option/);
   expect(r.status).toBe(0);
-}, 30_000); // a child `node`: slow to start on a loaded machine
+});
 
 it("sets the flag on V8 11 and reports it, and leaves newer V8 alone", () => {
   // In a child: the flag set late in this test process would change its collector for the files
@@ -57,7 +57,7 @@ it("sets the flag on V8 11 and reports it, and leaves newer V8 alone", () => {
   });
   expect(r.stderr).toBe("");
   expect(JSON.parse(r.stdout)).toEqual([true, false, false]);
-}, 30_000);
+});
 
 it("comes before the rest of the gateway loads: the entry imports nothing else statically", () => {
   // Set later (after the modules loaded) the flag made promotion far worse (gc-tuning.ts).

@@ -4,9 +4,8 @@
  */
 import type { Server } from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { closeServer, listen, request, type TestResponse } from "../helpers/http.js";
+import { closeServer, listen, REFUSED_PORT, request, type TestResponse } from "../helpers/http.js";
 import { startGateway, testConfig, type TestGateway } from "../helpers/gateway.js";
-import { freePort } from "../helpers/redis-server.js";
 
 let upstream: { server: Server; url: string };
 let slow: { server: Server; url: string };
@@ -34,7 +33,7 @@ beforeAll(async () => {
   });
   // A port of this worker's own test range, where nothing listens: a released ephemeral port could
   // be taken by another process's server or outgoing connection before the test uses it.
-  deadUrl = `http://127.0.0.1:${await freePort()}`;
+  deadUrl = `http://127.0.0.1:${REFUSED_PORT}`;
   gw = await startGateway(gatewayConfig());
 });
 

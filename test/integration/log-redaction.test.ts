@@ -16,7 +16,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { stringify } from "yaml";
-import { closeServer, listen, request } from "../helpers/http.js";
+import { closeServer, listen, REFUSED_PORT, request } from "../helpers/http.js";
 import { parsePrometheusText } from "../helpers/prom.js";
 import { freePort, waitFor } from "../helpers/redis-server.js";
 
@@ -122,7 +122,7 @@ describe("log redaction (static tokens, trace level)", () => {
       res.writeHead(200, { "content-type": "text/plain" }).end("ok");
     });
     // Nothing listens on a port of this worker's own range (a released ephemeral port may be reused).
-    const dead = { url: `http://127.0.0.1:${await freePort()}` };
+    const dead = { url: `http://127.0.0.1:${REFUSED_PORT}` };
     writeFileSync(path.join(dir, "tokens.yaml"), stringify({ [VALID]: { sub: SUB, scope: "read write" } }));
     const gw = await startChild(dir, {
       upstreams: { docs: { url: upstream.url }, dead: { url: dead.url, connect_timeout_ms: 500 } },

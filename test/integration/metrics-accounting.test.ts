@@ -15,10 +15,9 @@ import { ManualClock } from "../../gateway/base/clock.js";
 import { createLogger } from "../../gateway/observability/logger.js";
 import { VERSION } from "../../gateway/base/version.js";
 import { startGateway, testConfig, type TestGateway } from "../helpers/gateway.js";
-import { closeServer, listen, request } from "../helpers/http.js";
+import { closeServer, listen, REFUSED_PORT, request } from "../helpers/http.js";
 import { introspectionAuthConfig, startAuthServer, type AuthServer } from "../helpers/oidc.js";
 import { scrape, type Scrape } from "../helpers/prom.js";
-import { freePort } from "../helpers/redis-server.js";
 
 const VALID = { authorization: "Bearer valid-token" };
 
@@ -75,7 +74,7 @@ describe("metrics after a scripted mix of calls (static tokens)", () => {
     });
     slow = await listen(() => slowArrived()); // never answers
     // Nothing listens on a port of this worker's own range (a released ephemeral port may be reused).
-    deadUrl = `http://127.0.0.1:${await freePort()}`;
+    deadUrl = `http://127.0.0.1:${REFUSED_PORT}`;
     gw = await startGateway(config());
 
     const get = (p: string, headers: Record<string, string> = VALID) => request(`${gw.url}${p}`, { headers });

@@ -15,10 +15,10 @@ import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parse, stringify } from "yaml";
 import { startGateway, testConfig, type TestGateway } from "../helpers/gateway.js";
-import { closeServer, listen, request } from "../helpers/http.js";
+import { closeServer, listen, REFUSED_PORT, request } from "../helpers/http.js";
 import { jwtAuthConfig, signingKey, startJwtIdp, type JwtIdp } from "../helpers/jwt-idp.js";
 import { scrape, type Scrape } from "../helpers/prom.js";
-import { freePort, RedisServer } from "../helpers/redis-server.js";
+import { RedisServer } from "../helpers/redis-server.js";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 const METRIC_NAME = /\b(?:gateway|process|nodejs)_[a-z0-9_]*[a-z0-9]\b/g;
@@ -92,7 +92,7 @@ describe("metrics used by config/monitoring, against a running gateway", () => {
       }),
     ]);
     // Nothing listens on a port of this worker's own range (a released ephemeral port may be reused).
-    const dead = { url: `http://127.0.0.1:${await freePort()}` };
+    const dead = { url: `http://127.0.0.1:${REFUSED_PORT}` };
     const config = testConfig(upstream.url, {
       upstreams: { docs: { url: upstream.url }, dead: { url: dead.url, connect_timeout_ms: 500 } },
       routes: [

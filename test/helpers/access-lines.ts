@@ -8,6 +8,7 @@ import type { AccessLine } from "../../gateway/observability/access-log.js";
 import { createLogger } from "../../gateway/observability/logger.js";
 import type { TestGateway } from "./gateway.js";
 import { logLines } from "./log-lines.js";
+import type { RequestScope } from "../../gateway/core/scope.js";
 
 /** What {@link captureLog} returns. */
 export interface CapturedLog {
@@ -31,4 +32,11 @@ export function captureLog(level = "info"): CapturedLog {
       return lines.filter((l) => l.msg === "request") as unknown as AccessLine[];
     },
   };
+}
+
+/** `scope` as the observers get it once finished: status and duration (ms) recorded, observers not run. */
+export function finishedScope(scope: RequestScope, status: number, durationMs: number): RequestScope {
+  scope.status = status;
+  scope.durationMs = durationMs;
+  return scope;
 }

@@ -12,13 +12,7 @@ import type { ResolvedPolicy } from "../../gateway/ratelimit/policy.js";
 import type { Runtime } from "../../gateway/core/runtime.js";
 import type { Route } from "../../gateway/routing/routes.js";
 import { RequestScope } from "../../gateway/core/scope.js";
-
-/** The scope as the observers get it once finished (status and duration recorded). */
-function done(scope: RequestScope, status: number, durationMs: number): RequestScope {
-  scope.status = status;
-  scope.durationMs = durationMs;
-  return scope;
-}
+import { finishedScope } from "../helpers/access-lines.js";
 
 /** A destination that keeps every write as it came. */
 function sink(): { writes: string[]; write(chunk: string): void; lines(): Record<string, unknown>[] } {
@@ -108,7 +102,7 @@ function expectPinoBytes(f: Fields): string {
   const { level: _l, service: _s, msg: _m, ...obj } = expected(f);
   createLogger("info", theirs).info(obj, "request");
   const log = new AccessLog(createLogger("info", ours));
-  log.onFinish(done(scopeOf(f), f.status, f.durationMs));
+  log.onFinish(finishedScope(scopeOf(f), f.status, f.durationMs));
   log.flush();
   const strip = (s: string) => s.replace(/"time":"[^"]*"/, '"time":""');
   expect(strip(ours.writes.join(""))).toBe(strip(theirs.writes.join("")));
@@ -144,7 +138,7 @@ describe("AccessLog", () => {
       fc.property(fields, (f) => {
         const dest = sink();
         const log = new AccessLog(createLogger("info", dest));
-        log.onFinish(done(scopeOf(f), f.status, f.durationMs));
+        log.onFinish(finishedScope(scopeOf(f), f.status, f.durationMs));
         log.flush();
         const [line, ...rest] = dest.lines();
         expect(rest).toEqual([]);
@@ -193,7 +187,7 @@ describe("AccessLog", () => {
   it("writes nothing when the logger's level is above info", () => {
     const dest = sink();
     const log = new AccessLog(createLogger("warn", dest));
-    log.onFinish(done(scopeOf({ ...baseFields(), status: 200 }), 200, 1));
+    log.onFinish(finishedScope(scopeOf({ ...baseFields(), status: 200 }), 200, 1));
     log.flush();
     expect(dest.writes).toEqual([]);
   });
@@ -203,8 +197,8 @@ describe("AccessLog", () => {
     const log = new AccessLog(createLogger("info", dest));
     const scope = scopeOf(baseFields());
     scope.errorCode = "rate_limited";
-    log.onFinish(done(scope, 429, 2));
-    log.onFinish(done(scopeOf(baseFields()), 499, 3));
+    log.onFinish(finishedScope(scope, 429, 2));
+    log.onFinish(finishedScope(scopeOf(baseFields()), 499, 3));
     log.flush();
     const [limited, aborted] = dest.lines();
     expect(limited).toMatchObject({ status: 429, error: "rate_limited" });
@@ -216,7 +210,7 @@ describe("AccessLog", () => {
     const dest = sink();
     const log = new AccessLog(createLogger("info", dest));
     const scope = scopeOf(baseFields());
-    for (let i = 0; i < 150; i++) log.onFinish(done(scope, 200, i));
+    for (let i = 0; i < 150; i++) log.onFinish(finishedScope(scope, 200, i));
     expect(dest.writes.length).toBeGreaterThan(0);
     for (const w of dest.writes) {
       expect(w.length).toBeGreaterThanOrEqual(16384);

@@ -18,13 +18,7 @@ import type { Runtime } from "../../gateway/core/runtime.js";
 import { RequestScope } from "../../gateway/core/scope.js";
 import { parsePrometheusText } from "../helpers/prom.js";
 import { prng } from "../helpers/prng.js";
-
-/** The scope as the observers get it once finished (status and duration recorded). */
-function done(scope: RequestScope, status: number, durationMs: number): RequestScope {
-  scope.status = status;
-  scope.durationMs = durationMs;
-  return scope;
-}
+import { finishedScope } from "../helpers/access-lines.js";
 
 /** A destination that keeps each write and can pretend to be full. */
 class Sink extends EventEmitter {
@@ -146,7 +140,7 @@ describe("a worker's access line", () => {
     const scope = new RequestScope("r1", "GET", "1.1", 0, {} as Runtime, []);
     scope.clientIp = "10.0.0.1";
     const log = new AccessLog(logger);
-    log.onFinish(done(scope, 200, 1.5));
+    log.onFinish(finishedScope(scope, 200, 1.5));
     log.flush();
     logger.info({ reqId: "r2" }, "request");
     const [access, pino] = writes

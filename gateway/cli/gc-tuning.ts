@@ -32,7 +32,7 @@
 import v8 from "node:v8";
 
 /** The flag set on V8 before {@link FIXED_IN_V8_MAJOR}. */
-export const GC_FLAG = "--no-concurrent-marking";
+const GC_FLAG = "--no-concurrent-marking";
 
 /** The first V8 major version that does not need {@link GC_FLAG}. */
 const FIXED_IN_V8_MAJOR = 12;

@@ -89,9 +89,12 @@ it("exits every worker once its primary is killed, even with its log pipe full",
   await gw.exited;
   // Redis goes too (a host going down): the draining workers log its loss into the dead pipes.
   await redis.stop();
-  // No event tells this process of a grandchild's exit: its /proc state is the signal.
-  await waitFor("both workers to exit", async () => !workers.some(running), 20_000);
-  await redis.start();
+  try {
+    // No event tells this process of a grandchild's exit: its /proc state is the signal.
+    await waitFor("both workers to exit", async () => !workers.some(running), 20_000);
+  } finally {
+    await redis.start(); // the next test's group needs it, whatever this one found
+  }
 }, 60_000);
 
 it("exits every worker when its primary is killed while the group stops", async () => {

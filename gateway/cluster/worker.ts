@@ -74,8 +74,6 @@ async function start(m: Extract<ToWorker, { type: "gw:start" }>): Promise<void> 
 class WorkerControl {
   private readonly prepared = new Map<number, PreparedReload>();
   private stopping = false;
-  /** The IPC channel to the primary closed: nobody reads this worker's output any more. */
-  private primaryGone = false;
   /** Drained: waiting for the last lines to be written before exiting with this status. */
   private exiting: number | null = null;
   private ready: boolean | null = null;
@@ -170,16 +168,18 @@ class WorkerControl {
 
   /** The primary died: stop (or, drained already and writing the last lines, exit now). */
   private onPrimaryGone(): void {
-    this.primaryGone = true;
     if (!this.stopping) this.stop(PRIMARY_GONE);
     else if (this.exiting !== null) this.exit(this.exiting);
   }
 
-  /** Exits with `code` once the lines are written, or at once when nobody reads them. */
+  /**
+   * Exits with `code` once the lines are written, or at once when nobody reads them (the IPC
+   * channel to the primary closed: Node clears `process.connected` before `disconnect`).
+   */
   private exit(code: number): void {
     this.exiting = code;
     const logger = this.gateway.logger;
-    if (!this.primaryGone && process.connected) return logger.flush(() => process.exit(code));
+    if (process.connected) return logger.flush(() => process.exit(code));
     abandonOutput(logger);
     process.exit(code);
   }

@@ -134,8 +134,11 @@ export class FileWatcher {
     if (this.#closed) return;
     const events = ++this.#events;
     clearTimeout(this.#quiet);
-    this.#quiet = setTimeout(() => afterPendingIo((n) => this.#settle(n), events), this.#opts.quietMs);
+    this.#quiet = setTimeout(afterPendingIo, this.#opts.quietMs, this.#settleBound, events);
   }
+
+  /** {@link #settle} bound once, so an event allocates no closures (`afterPendingIo` passes `events`). */
+  readonly #settleBound = (events: number): void => this.#settle(events);
 
   /** The quiet period of event `events` ended: a later event restarted it, or the contents are compared. */
   #settle(events: number): void {

@@ -150,7 +150,7 @@ export class ProxyStep implements ExchangeHooks<RequestScope> {
       this,
       scope.trace,
     );
-    if (result.status !== 0) scope.finish(result.status, this.clock.monotonicMs());
+    if (result.status !== 0) scope.finish(result.status);
   }
 
   /** {@link ExchangeHooks}: the 502/504 on the raw socket, now. */
@@ -158,7 +158,7 @@ export class ProxyStep implements ExchangeHooks<RequestScope> {
     const answer = this.answer(result);
     if (answer === null || answer === CUT) return;
     socket.end(serializeResponse(answer));
-    scope.finish(answer.status, this.clock.monotonicMs());
+    scope.finish(answer.status);
   }
 
   /** {@link ExchangeHooks}: the access line names the endpoint of the latest attempt. */
@@ -194,7 +194,7 @@ export class ProxyStep implements ExchangeHooks<RequestScope> {
     // The client must see a broken stream, not a short body; the exchange is logged and counted as
     // the upstream's failure, not as a client abort.
     scope.errorCode = code;
-    scope.finish(ERROR_CATALOG[code].status, this.clock.monotonicMs());
+    scope.finish(ERROR_CATALOG[code].status);
     return CUT;
   }
 }

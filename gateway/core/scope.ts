@@ -98,13 +98,12 @@ export class RequestScope implements FinishedRequest {
    * The one end of a request: records its status and duration, releases its admission and tells
    * every observer once; later calls do nothing.
    * @param status - the status sent (499 when the client went away first)
-   * @param nowMs - the clock's monotonic reading (ms)
    */
-  finish(status: number, nowMs: number): void {
+  finish(status: number): void {
     if (this.finished) return;
     this.finished = true;
     this.status = status;
-    this.durationMs = nowMs - this.startMs;
+    this.durationMs = this.runtime.clock.monotonicMs() - this.startMs;
     if (this.admitted !== null) this.admitted.release();
     for (const o of this.observers) o.onFinish(this);
   }

@@ -129,7 +129,7 @@ export class Http1Transport extends Writer<ServerResponse> {
   private writeRaw(socket: Socket, scope: RequestScope, r: GatewayResponse): void {
     if (socket.writable) socket.end(serializeResponse(r));
     else socket.destroy();
-    scope.finish(r.status, this.d.clock.monotonicMs());
+    scope.finish(r.status);
   }
 }
 
@@ -165,5 +165,5 @@ function ignore(): void {}
 /** An upgrade's client left before any answer: counted as 499. */
 function onSocketClose(this: Scoped<Duplex>): void {
   const scope = this[SCOPE];
-  scope?.finish(499, scope.runtime.clock.monotonicMs());
+  scope?.finish(499);
 }

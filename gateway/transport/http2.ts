@@ -71,5 +71,5 @@ function factsOf(req: Http2ServerRequest): RequestFacts {
 function onStreamClose(this: Scoped<Http2ServerResponse>): void {
   const completed = this.writableFinished && this.stream.rstCode === http2.constants.NGHTTP2_NO_ERROR;
   const scope = this[SCOPE];
-  scope?.finish(completed ? this.statusCode : 499, scope.runtime.clock.monotonicMs());
+  scope?.finish(completed ? this.statusCode : 499);
 }

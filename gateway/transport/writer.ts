@@ -114,5 +114,5 @@ export abstract class Writer<Res extends ResponseTarget> implements HeadWriter<R
 /** `close` listener of a response: the observers are told, with 499 when the client went first. */
 export function onResponseClose(this: Scoped<ResponseTarget & { statusCode: number }>): void {
   const scope = this[SCOPE];
-  scope?.finish(this.writableFinished ? this.statusCode : 499, scope.runtime.clock.monotonicMs());
+  scope?.finish(this.writableFinished ? this.statusCode : 499);
 }

@@ -10,7 +10,7 @@ import type { Registry } from "prom-client";
 import type { LoadedConfig } from "../config/load.js";
 import { createHealthCheckMetric } from "../observability/upstream-metrics.js";
 import { HealthChecker, type HealthReport } from "../proxy/health-checker.js";
-import type { UpstreamSnapshot } from "../proxy/upstream.js";
+import type { UpstreamSnapshot } from "../proxy/upstream-snapshot.js";
 import { is, type Member } from "./member.js";
 
 /** A worker that does not answer within this is left out of `GET /upstreams` (ms). */

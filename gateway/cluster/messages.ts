@@ -6,7 +6,7 @@
  */
 import type { GatewayConfig } from "../config/schema.js";
 import type { HealthReport } from "../proxy/health-checker.js";
-import type { UpstreamSnapshot } from "../proxy/upstream.js";
+import type { UpstreamSnapshot } from "../proxy/upstream-snapshot.js";
 
 /** One metric family as `Registry.getMetricsAsJSON()` returns it. */
 export interface MetricJson {

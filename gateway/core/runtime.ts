@@ -21,9 +21,11 @@ import { httpCallSpan } from "../observability/tracing/request-trace.js";
 import { tracingSettings } from "../observability/tracing/settings.js";
 import { metricOutcomes } from "../observability/tracing/span-accounting.js";
 import { Tracing } from "../observability/tracing/tracing.js";
-import { endpointsOf } from "../config/upstream-schema.js";
+import { endpointsOf, type UpstreamConfig } from "../config/upstream-schema.js";
+import { connectionKey, type Endpoint } from "../proxy/endpoint.js";
 import { Upstream } from "../proxy/upstream.js";
 import type { UpstreamRequestSettings } from "./upstream-request.js";
+import { Generation } from "./generation.js";
 import { upstreamTls, type UpstreamTls } from "../proxy/upstream-tls.js";
 import { createLimiter, type LimiterHandle } from "../ratelimit/create.js";
 import { compilePolicies, type PolicySet } from "../ratelimit/policy.js";
@@ -61,6 +63,8 @@ export interface Runtime {
   readonly request: RequestSettings;
   /** The gateway's clock (durations: `monotonicMs`). */
   readonly clock: Clock;
+  /** Its calls in flight; a replaced configuration is released when the last one ends (SPEC §7). */
+  readonly generation: Generation;
   readonly routes: RouteTable;
   readonly classifier: Classifier;
   /** Resolved policies per class, and the anonymous one. */
@@ -136,19 +140,14 @@ export function buildRuntime(config: GatewayConfig, deps: RuntimeDeps, previous?
     same(previous.config.rate_limits.memory, config.rate_limits.memory) &&
     previous.config.rate_limits.failure_mode === config.rate_limits.failure_mode &&
     previous.config.rate_limits.expected_replicas === config.rate_limits.expected_replicas;
-  // Files first (they may throw), then what holds sockets, so a bad file leaks nothing.
-  const reused = new Map<string, Upstream>();
+  // Files first (they may throw), then what holds sockets, so a bad file leaks nothing. TLS files
+  // are re-read on every reload: a rotated CA or client certificate makes new connections.
   const tls = new Map<string, (UpstreamTls | null)[]>();
   for (const [name, u] of Object.entries(config.upstreams)) {
-    // TLS files are re-read on every reload (a rotated CA or client certificate takes effect).
-    if (previous !== undefined && same(previous.config.upstreams[name], u) && u.tls === undefined) {
-      reused.set(name, previous.upstreams.get(name)!);
-    } else {
-      tls.set(
-        name,
-        endpointsOf(u).map((e) => upstreamTls(name, u, e.url, deps.baseDir)),
-      );
-    }
+    tls.set(
+      name,
+      endpointsOf(u).map((e) => upstreamTls(name, u, e.url, deps.baseDir)),
+    );
   }
   const auth = keepAuth
     ? previous.auth
@@ -158,10 +157,12 @@ export function buildRuntime(config: GatewayConfig, deps: RuntimeDeps, previous?
   const upstreams = new Map<string, Upstream>();
   const upstreamDeps = { metrics: deps.metrics, logger: deps.logger, nowMs: () => deps.clock.monotonicMs() };
   for (const [name, u] of Object.entries(config.upstreams)) {
-    const upstream = reused.get(name) ?? new Upstream(name, u, tls.get(name)!, upstreamDeps);
-    upstream.admission?.configure(config.load_shedding);
-    upstreams.set(name, upstream);
+    const before = previous?.upstreams.get(name);
+    const keep = before !== undefined && keepsUpstream(previous!.config.upstreams[name]!, u, before, tls.get(name)!);
+    upstreams.set(name, keep ? before : new Upstream(name, u, tls.get(name)!, upstreamDeps, before));
   }
+  // The first configuration is live at once; a reload's, when it commits (activateRuntime).
+  if (previous === undefined) activateRuntime({ config, upstreams });
   return {
     config,
     request: Object.freeze({
@@ -171,6 +172,7 @@ export function buildRuntime(config: GatewayConfig, deps: RuntimeDeps, previous?
       realm: config.auth.realm,
     }),
     clock: deps.clock,
+    generation: new Generation(),
     routes: new RouteTable(config),
     classifier: new Classifier(config),
     policies: compilePolicies(config),
@@ -192,15 +194,43 @@ export function buildRuntime(config: GatewayConfig, deps: RuntimeDeps, previous?
 }
 
 /**
- * Releases what `next` does not reuse from `old` (upstream clients, limiter, authenticators). Call
- * it once requests started on `old` have finished; pass `next` undefined at shutdown.
+ * An upstream a reload keeps whole, as the same object (SPEC §7): the same endpoints, balancing and
+ * outlier settings, and every endpoint's connections made the same way (TLS material included).
+ * Everything else it reads per call, set by {@link activateRuntime} when the reload commits.
  */
-export async function releaseRuntime(old: Runtime, next?: Runtime): Promise<void> {
-  for (const [name, u] of old.upstreams) if (next?.upstreams.get(name) !== u) u.close();
-  if (next?.auth !== old.auth) await old.auth.close();
-  if (next?.limiter !== old.limiter) await old.limiter.limiter.close();
+function keepsUpstream(
+  before: UpstreamConfig,
+  next: UpstreamConfig,
+  upstream: Upstream,
+  tls: readonly (UpstreamTls | null)[],
+): boolean {
+  const shape = (u: UpstreamConfig) => [endpointsOf(u), u.balancer, u.hash_on, u.outlier_detection];
+  if (!same(shape(before), shape(next))) return false;
+  return upstream.endpoints.every((e, i) => e.connectionKey === connectionKey(e.url, next, tls[i] ?? null));
+}
+
+/**
+ * Makes a built configuration the one in force: applies the settings its upstreams read per call
+ * (timeouts, limits, retry budget, `load_shedding`). Called once per configuration, when it
+ * commits, never while it is only prepared (a cluster reload that aborts changes nothing live).
+ */
+export function activateRuntime(rt: Pick<Runtime, "config" | "upstreams">): void {
+  for (const [name, u] of rt.upstreams) u.apply(rt.config.upstreams[name]!, rt.config.load_shedding);
+}
+
+/**
+ * Releases what no configuration in `live` uses of `old`: endpoint connections, limiter,
+ * authenticators, tracing. Call it once the calls started on `old` have finished (its
+ * {@link Generation} is idle); pass no `live` at shutdown.
+ */
+export async function releaseRuntime(old: Runtime, live: readonly Runtime[] = []): Promise<void> {
+  const inUse = new Set<Endpoint>();
+  for (const rt of live) for (const u of rt.upstreams.values()) for (const e of u.endpoints) inUse.add(e);
+  for (const u of old.upstreams.values()) for (const e of u.endpoints) if (!inUse.has(e)) e.close();
+  if (!live.some((rt) => rt.auth === old.auth)) await old.auth.close();
+  if (!live.some((rt) => rt.limiter === old.limiter)) await old.limiter.limiter.close();
   // Flushes the spans still queued (bounded: a dead collector does not hold the shutdown).
-  if (old.tracing !== null && next?.tracing !== old.tracing) await old.tracing.shutdown();
+  if (old.tracing !== null && !live.some((rt) => rt.tracing === old.tracing)) await old.tracing.shutdown();
 }
 
 /** Every upstream's concurrency limit and tries in flight, as the SPEC §18 gauges read them. */

@@ -92,10 +92,12 @@ export class RequestScope implements FinishedRequest {
     this.startMs = startMs;
     this.runtime = runtime;
     this.observers = observers;
+    runtime.generation.enter();
   }
 
   /**
-   * The one end of a request: records its status and duration, releases its admission and tells
+   * The one end of a request: records its status and duration, releases its admission, leaves its
+   * configuration's generation (the last call of a replaced configuration releases it) and tells
    * every observer once; later calls do nothing.
    * @param status - the status sent (499 when the client went away first)
    */
@@ -106,5 +108,6 @@ export class RequestScope implements FinishedRequest {
     this.durationMs = this.runtime.clock.monotonicMs() - this.startMs;
     if (this.admitted !== null) this.admitted.release();
     for (const o of this.observers) o.onFinish(this);
+    this.runtime.generation.leave();
   }
 }

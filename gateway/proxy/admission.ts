@@ -21,12 +21,15 @@ export class Admission {
   /** Calls admitted and not finished (SPEC §17 "calls in flight"). */
   calls = 0;
   /** The adaptive limit, or null without `adaptive_concurrency`. */
-  readonly adaptive: AdaptiveLimit | null;
-  private readonly maxInFlight: number;
-  private readonly shadow: boolean;
+  adaptive: AdaptiveLimit | null;
+  private maxInFlight: number;
+  private shadow: boolean;
+  /** The `adaptive_concurrency` block {@link adaptive} was made from, as JSON ("" for none). */
+  private adaptiveSettings: string;
   private shares: Readonly<Record<Priority, number>> = WHOLE;
   private priorities: ReadonlyMap<string, Priority> = NO_PRIORITIES;
   private readonly overloaded: Readonly<Record<Priority, { inc(): void }>>;
+  private readonly nowMs: () => number;
 
   /**
    * @param maxInFlight - `max_in_flight`, or 0 for none
@@ -42,10 +45,9 @@ export class Admission {
     overloaded: Counter<"upstream" | "priority">,
   ) {
     this.maxInFlight = maxInFlight;
-    this.adaptive =
-      adaptive === undefined
-        ? null
-        : new AdaptiveLimit({ minLimit: adaptive.min_limit, maxLimit: adaptive.max_limit, nowMs });
+    this.nowMs = nowMs;
+    this.adaptive = adaptiveLimitOf(adaptive, nowMs);
+    this.adaptiveSettings = JSON.stringify(adaptive ?? "");
     this.shadow = adaptive?.mode === "shadow";
     const child = (priority: Priority) => overloaded.labels({ upstream, priority });
     this.overloaded = {
@@ -53,6 +55,20 @@ export class Admission {
       default: child("default"),
       sheddable: child("sheddable"),
     };
+  }
+
+  /**
+   * Applies a reloaded upstream's limits (SPEC §7): the calls in flight stay counted, and the
+   * adaptive limit keeps what it learnt unless its settings changed.
+   */
+  reconfigure(maxInFlight: number, adaptive: AdaptiveConcurrencyConfig | undefined): void {
+    this.maxInFlight = maxInFlight;
+    const settings = JSON.stringify(adaptive ?? "");
+    if (settings !== this.adaptiveSettings) {
+      this.adaptive = adaptiveLimitOf(adaptive, this.nowMs);
+      this.adaptiveSettings = settings;
+    }
+    this.shadow = adaptive?.mode === "shadow";
   }
 
   /** Applies a configuration's `load_shedding` block (or its absence: every share 1). */
@@ -107,4 +123,12 @@ export class Admission {
     this.overloaded[priority].inc();
     return "shed";
   }
+}
+
+function adaptiveLimitOf(
+  adaptive: AdaptiveConcurrencyConfig | undefined,
+  nowMs: () => number,
+): AdaptiveLimit | null {
+  if (adaptive === undefined) return null;
+  return new AdaptiveLimit({ minLimit: adaptive.min_limit, maxLimit: adaptive.max_limit, nowMs });
 }

@@ -4,6 +4,7 @@
  * upstream's TLS settings), its timeouts, and the state a balancer reads (`available`,
  * `inFlight`). Everything that talks to this origin goes through it.
  */
+import { createHash } from "node:crypto";
 import http from "node:http";
 import https from "node:https";
 import { Pool } from "undici";
@@ -13,7 +14,23 @@ import type { HotCount } from "../observability/hot-families.js";
 import { urlPort } from "../base/url-port.js";
 import type { BalancedEndpoint } from "./balancing/balancer.js";
 import type { UpstreamTls } from "./upstream-tls.js";
-import { WebSocketRelay } from "./websocket.js";
+import { WebSocketRelay, type UpgradeTimeouts } from "./websocket.js";
+
+/**
+ * What an endpoint's connections are made with: its URL, `connect_timeout_ms`, `max_sockets`,
+ * `keep_alive_ms` and its TLS material (file contents, not names), as a SHA-256 digest. A reload
+ * keeps an endpoint (its connections, calls in flight, health and ejection) when this is unchanged
+ * (SPEC §7); everything else of its upstream applies per call.
+ */
+export function connectionKey(url: string, cfg: UpstreamConfig, tls: UpstreamTls | null): string {
+  const h = createHash("sha256");
+  h.update(JSON.stringify([url, cfg.connect_timeout_ms, cfg.max_sockets, cfg.keep_alive_ms]));
+  if (tls !== null) {
+    h.update(JSON.stringify([tls.servername, tls.rejectUnauthorized]));
+    for (const part of [tls.ca, tls.cert, tls.key]) h.update(part === undefined ? "-" : part).update("|");
+  }
+  return h.digest("hex");
+}
 
 /** One endpoint of an upstream. */
 export class Endpoint implements BalancedEndpoint {
@@ -42,11 +59,19 @@ export class Endpoint implements BalancedEndpoint {
   readonly port: number;
   /** `gateway_upstream_endpoint_requests_total{upstream,endpoint}`, bound once. */
   readonly requests: HotCount;
+  /** {@link connectionKey} of the settings it was built with. */
+  readonly connectionKey: string;
+  /**
+   * The upstream's `timeout_ms` (silence before and during the body of one try, ms) and
+   * `connect_timeout_ms`: read per call, so a reload changes them without new connections.
+   */
+  readonly timeouts: UpgradeTimeouts;
   private readonly agent: http.Agent;
 
   /**
-   * @param cfg - the upstream's settings: timeout_ms (silence before and during the body, ms),
-   *   connect_timeout_ms (ms), max_sockets (connections to this endpoint), keep_alive_ms (ms)
+   * @param cfg - the upstream's settings: timeout_ms (silence before and during the body, ms; see
+   *   {@link timeouts}), connect_timeout_ms (ms), max_sockets (connections to this endpoint),
+   *   keep_alive_ms (ms)
    * @param tls - the endpoint's TLS settings (`https://`), or null
    * @param requests - this endpoint's child of the per-endpoint request counter
    */
@@ -64,6 +89,8 @@ export class Endpoint implements BalancedEndpoint {
     this.name = endpointName(url);
     this.json = JSON.stringify(this.name);
     this.requests = requests;
+    this.connectionKey = connectionKey(url, cfg, tls);
+    this.timeouts = { timeoutMs: cfg.timeout_ms, connectTimeoutMs: cfg.connect_timeout_ms };
     const u = new URL(url);
     this.basePath = u.pathname.replace(/\/+$/, "");
     this.address = u.hostname.replace(/^\[|\]$/g, "");
@@ -74,8 +101,6 @@ export class Endpoint implements BalancedEndpoint {
       keepAliveTimeout: cfg.keep_alive_ms,
       // An upstream's `Keep-Alive: timeout=N` may shorten, never lengthen, the configured idle time.
       keepAliveMaxTimeout: cfg.keep_alive_ms,
-      headersTimeout: cfg.timeout_ms,
-      bodyTimeout: cfg.timeout_ms,
       connect: { timeout: cfg.connect_timeout_ms, ...tls },
     });
     const agentOptions = {
@@ -86,10 +111,7 @@ export class Endpoint implements BalancedEndpoint {
       scheduling: "lifo" as const,
     };
     this.agent = tls === null ? new http.Agent(agentOptions) : new https.Agent({ ...agentOptions, ...tls });
-    this.ws = new WebSocketRelay(url, this.agent, tls?.rejectUnauthorized ?? true, {
-      timeoutMs: cfg.timeout_ms,
-      connectTimeoutMs: cfg.connect_timeout_ms,
-    });
+    this.ws = new WebSocketRelay(url, this.agent, tls?.rejectUnauthorized ?? true, this.timeouts);
   }
 
   /** Closes pooled sockets (and aborts what still runs on them). */

@@ -4,7 +4,6 @@
  * value when repeated; calls without it get no key and are spread by round robin).
  */
 import type { HeaderMap } from "../base/request-facts.js";
-import type { HashOn } from "./upstream.js";
 
 /**
  * @param identityKey - the caller's identity key (`sub:alice`, ...)
@@ -29,4 +28,17 @@ export function hashKeyOf(
       return first === undefined || first === "" ? undefined : first;
     }
   }
+}
+
+/** `hash_on` compiled: where a call's hash key comes from. */
+export type HashOn =
+  | { readonly kind: "identity" }
+  | { readonly kind: "ip" }
+  | { readonly kind: "header"; readonly name: string };
+
+/** Compiles `hash_on` (`identity`, `ip` or `header:<name>`). */
+export function compileHashOn(spec: string): HashOn {
+  if (spec === "identity") return { kind: "identity" };
+  if (spec === "ip") return { kind: "ip" };
+  return { kind: "header", name: spec.slice("header:".length).toLowerCase() };
 }

@@ -8,8 +8,9 @@
  * transport, its body streams with backpressure.
  *
  * Timers exist only where configured: a try's `per_try_timeout_ms`, the route's `timeout_ms` (first
- * try to response head), a backoff. Without them undici's own header and body timers
- * (`upstreams.<name>.timeout_ms`, on a coarse clock: up to about 1 s late) bound a try.
+ * try to response head; undici's header timer is off then, so a route may be longer or shorter
+ * than its upstream's `timeout_ms`), a backoff. Without them undici's own header and body timers
+ * (`upstreams.<name>.timeout_ms`, per call, on a coarse clock: up to about 1 s late) bound a try.
  */
 import type { Dispatcher } from "undici";
 import { afterPendingIo } from "../base/after-pending-io.js";
@@ -94,6 +95,10 @@ export class PlainExchange<C, R extends ResponseTarget> implements ExchangeResul
         method: request.method as Dispatcher.HttpMethod,
         headers: request.headers,
         body: request.replay ?? request.upload,
+        // A route's `timeout_ms` bounds the time to a head here (its deadline), whether longer or
+        // shorter than the upstream's; without one, undici's header timer is the upstream's.
+        headersTimeout: request.timeoutMs > 0 ? 0 : endpoint.timeouts.timeoutMs,
+        bodyTimeout: endpoint.timeouts.timeoutMs,
       },
       attempt,
     );

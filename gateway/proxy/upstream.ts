@@ -9,10 +9,13 @@ import { endpointName, endpointsOf } from "../config/upstream-schema.js";
 import type { UpstreamErrorReason } from "../base/results.js";
 import type { UpstreamPoolMetrics } from "../observability/upstream-metrics.js";
 import type { Counter } from "prom-client";
+import type { LoadSheddingConfig } from "../config/shedding-schema.js";
 import { Admission } from "./admission.js";
+import { compileHashOn, type HashOn } from "./hash-key.js";
+import type { UpstreamSnapshot } from "./upstream-snapshot.js";
 import { createBalancer, type Balancer } from "./balancing/balancer.js";
 import { OutlierDetector } from "./balancing/outlier-detector.js";
-import { Endpoint } from "./endpoint.js";
+import { connectionKey, Endpoint } from "./endpoint.js";
 import type { UpstreamTls } from "./upstream-tls.js";
 
 /** What an upstream reports to. */
@@ -21,32 +24,6 @@ export interface UpstreamDeps {
   logger: Logger;
   /** Monotonic milliseconds (outlier ejection times). */
   nowMs: () => number;
-}
-
-/** `hash_on` compiled: where a call's hash key comes from. */
-export type HashOn =
-  | { readonly kind: "identity" }
-  | { readonly kind: "ip" }
-  | { readonly kind: "header"; readonly name: string };
-
-/** One endpoint in `GET /upstreams` (SPEC §16). */
-export interface EndpointSnapshot {
-  endpoint: string;
-  url: string;
-  weight: number;
-  healthy: boolean;
-  ejected: boolean;
-  in_flight: number;
-}
-
-/** One upstream in `GET /upstreams`. */
-export interface UpstreamSnapshot {
-  balancer: string;
-  /** SPEC §18: the effective concurrency limit, or null without one. */
-  concurrency_limit: number | null;
-  /** SPEC §18: tries in flight, summed over the endpoints. */
-  in_flight: number;
-  endpoints: EndpointSnapshot[];
 }
 
 /** Statuses of the endpoint itself that count as a failed call (SPEC §16 outlier detection). */
@@ -68,30 +45,45 @@ export class Upstream {
   /**
    * Admission under `max_in_flight` (SPEC §17) and `adaptive_concurrency` (SPEC §18), or null
    * when the upstream has neither: then the request path does nothing more than check for null.
+   * Kept by a reload that keeps the upstream (its calls in flight still count), and set by
+   * {@link apply} when the configuration commits.
    */
-  readonly admission: Admission | null;
+  admission: Admission | null;
   /** Tries in flight, each retry from the moment it is decided (the retry budget's base). */
   triesInFlight = 0;
   /** Retries in flight, from their decision (backoff included) to their end. */
   retriesInFlight = 0;
-  private readonly budgetRatio: number;
-  private readonly budgetMinRetries: number;
+  private budgetRatio: number;
+  private budgetMinRetries: number;
   private readonly retried: ReturnType<Counter<"upstream" | "result">["labels"]>;
   private readonly budgetExhausted: ReturnType<Counter<"upstream" | "result">["labels"]>;
 
   /**
    * @param tls - each endpoint's TLS settings (same order as its endpoints), null entries for http
+   * @param previous - the upstream of this name a reload replaces (SPEC §7): its endpoints kept by
+   *   name at the same place with unchanged connections are taken over with their connections,
+   *   calls in flight, health and ejection, and so is its admission (its calls in flight still
+   *   count); the live settings of {@link apply} are not touched before the reload commits
    */
   constructor(
     name: string,
     cfg: UpstreamConfig,
     tls: readonly (UpstreamTls | null)[],
     private readonly deps: UpstreamDeps,
+    previous?: Upstream,
   ) {
     this.name = name;
     this.balancerKind = cfg.balancer;
     const pool = deps.metrics.pool;
+    const taken: number[] = [];
     this.endpoints = endpointsOf(cfg).map((e, i) => {
+      const old = previous?.endpoints[i];
+      if (old !== undefined && old.url === e.url && old.weight === e.weight) {
+        if (old.connectionKey === connectionKey(e.url, cfg, tls[i] ?? null)) {
+          taken.push(i);
+          return old;
+        }
+      }
       const child = pool.endpointRequests.labels({ upstream: name, endpoint: endpointName(e.url) });
       return new Endpoint(i, e.url, e.weight, cfg, tls[i] ?? null, child);
     });
@@ -111,16 +103,40 @@ export class Upstream {
             (i: number, ejected: boolean) => this.ejectionChanged(i, ejected),
           )
         : null;
+    for (const i of taken) this.takeOver(i, previous!);
     this.panics = pool.panic.labels({ upstream: name });
     const maxInFlight = cfg.max_in_flight ?? 0;
     this.admission =
       maxInFlight === 0 && cfg.adaptive_concurrency === undefined
         ? null
-        : new Admission(name, maxInFlight, cfg.adaptive_concurrency, deps.nowMs, pool.overloaded);
+        : (previous?.admission ??
+          new Admission(name, maxInFlight, cfg.adaptive_concurrency, deps.nowMs, pool.overloaded));
     this.budgetRatio = cfg.retry_budget.ratio;
     this.budgetMinRetries = cfg.retry_budget.min_retries;
     this.retried = pool.retries.labels({ upstream: name, result: "retried" });
     this.budgetExhausted = pool.retries.labels({ upstream: name, result: "budget_exhausted" });
+  }
+
+  /**
+   * Applies the settings read per call, when the configuration that names them commits (never
+   * while it is only prepared): the upstream's `timeout_ms`, `max_in_flight`,
+   * `adaptive_concurrency`, `retry_budget` and the `load_shedding` block. Calls already admitted
+   * stay counted.
+   */
+  apply(cfg: UpstreamConfig, shedding: LoadSheddingConfig | undefined): void {
+    for (const e of this.endpoints) {
+      e.timeouts.timeoutMs = cfg.timeout_ms;
+      e.timeouts.connectTimeoutMs = cfg.connect_timeout_ms;
+    }
+    this.budgetRatio = cfg.retry_budget.ratio;
+    this.budgetMinRetries = cfg.retry_budget.min_retries;
+    const maxInFlight = cfg.max_in_flight ?? 0;
+    if (maxInFlight === 0 && cfg.adaptive_concurrency === undefined) this.admission = null;
+    else if (this.admission === null) {
+      const overloaded = this.deps.metrics.pool.overloaded;
+      this.admission = new Admission(this.name, maxInFlight, cfg.adaptive_concurrency, this.deps.nowMs, overloaded);
+    } else this.admission.reconfigure(maxInFlight, cfg.adaptive_concurrency);
+    this.admission?.configure(shedding);
   }
 
   /**
@@ -246,6 +262,18 @@ export class Upstream {
     if (this.deps.nowMs() >= o.nextUnejectionAt()) o.refresh();
   }
 
+  /** Endpoint `i`, taken over from `previous`, keeps its ejection (its detector's state). */
+  private takeOver(i: number, previous: Upstream): void {
+    const e = this.endpoints[i]!;
+    if (this.outliers !== null && previous.outliers !== null) this.outliers.carry(i, previous.outliers);
+    else if (e.ejected) {
+      // No detector to end it here: the ejection ends with the configuration that had one.
+      e.ejected = false;
+      e.available = e.healthy;
+    }
+    if (e.ejected) this.ejectedCount++;
+  }
+
   private ejectionChanged(i: number, ejected: boolean): void {
     const e = this.endpoints[i]!;
     if (e.ejected === ejected) return;
@@ -265,10 +293,4 @@ export class Upstream {
       );
     }
   }
-}
-
-function compileHashOn(spec: string): HashOn {
-  if (spec === "identity") return { kind: "identity" };
-  if (spec === "ip") return { kind: "ip" };
-  return { kind: "header", name: spec.slice("header:".length).toLowerCase() };
 }

@@ -35,7 +35,7 @@ export interface UpgradeExchange {
 export const UPGRADE: unique symbol = Symbol("gateway.upgrade");
 type Handshake = IncomingMessage & { [UPGRADE]?: UpgradeExchange };
 
-/** Timings of one upstream. */
+/** Timings of one endpoint, read at each handshake (a reload may change `timeoutMs`). */
 export interface UpgradeTimeouts {
   /** Response to the handshake (ms). */
   timeoutMs: number;
@@ -61,12 +61,11 @@ export class WebSocketRelay {
       prependPath: true,
       secure: rejectUnauthorized,
     });
-    const { timeoutMs, connectTimeoutMs } = timeouts;
     this.proxy.on("proxyReqWs", (proxyReq: ClientRequest, req: Handshake) => {
       req[UPGRADE]?.sent(proxyReq);
-      proxyReq.setTimeout(timeoutMs, onResponseTimeout);
+      proxyReq.setTimeout(timeouts.timeoutMs, onResponseTimeout);
       proxyReq.once("socket", (s: Socket) => {
-        if (s.connecting) armConnectTimer(proxyReq, s, connectTimeoutMs);
+        if (s.connecting) armConnectTimer(proxyReq, s, timeouts.connectTimeoutMs);
       });
       proxyReq.once("upgrade", (proxyRes: IncomingMessage, proxySocket: Socket) => {
         proxyReq.setTimeout(0);

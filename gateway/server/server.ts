@@ -21,8 +21,9 @@ import { TracingObserver } from "../observability/tracing/observer.js";
 import { Pipeline } from "../core/pipeline.js";
 import type { GatewayConfig } from "../config/schema.js";
 import { HealthChecker, type HealthReport } from "../proxy/health-checker.js";
-import type { UpstreamSnapshot } from "../proxy/upstream.js";
+import type { UpstreamSnapshot } from "../proxy/upstream-snapshot.js";
 import {
+  activateRuntime,
   buildRuntime,
   endpointStates,
   upstreamLoads,
@@ -129,6 +130,8 @@ export function createGateway(loaded: LoadedConfig, options: GatewayOptions = {}
   // Files first: a bad certificate or key stops the start before anything listens.
   const tls = serverTls(config, loaded.baseDir);
   let runtime = buildRuntime(config, deps);
+  /** Replaced configurations whose calls have not all finished (SPEC §7: never cut by a reload). */
+  const retiring = new Set<Runtime>();
   metrics.pool.states.current = () => endpointStates(runtime);
   metrics.pool.states.loads = () => upstreamLoads(runtime);
   const applyHealth = (reports: readonly HealthReport[]): void => {
@@ -179,14 +182,18 @@ export function createGateway(loaded: LoadedConfig, options: GatewayOptions = {}
         runtime = built;
         if (probes !== null) applyHealth(probes.states());
         probes?.start();
+        activateRuntime(built);
         setConfigInfo(metrics.configInfo, hashOf(next));
-        // Requests started on the old runtime may still use its agents: release after the grace
-        // period what `built` does not reuse (not what a later reload's runtime reuses).
-        setTimeout(() => void releaseRuntime(replaced, built), next.config.listen.grace_ms).unref();
+        // SPEC §7: calls started on the replaced configuration finish on it, however long they
+        // last; what no live configuration uses is released when the last of them ends.
+        retiring.add(replaced);
+        replaced.generation.retire(() => {
+          if (retiring.delete(replaced)) void releaseRuntime(replaced, [runtime, ...retiring]);
+        });
       },
       abort() {
         void nextProbes?.stop();
-        void releaseRuntime(built, old);
+        void releaseRuntime(built, [runtime, ...retiring]);
       },
     };
   }
@@ -252,6 +259,8 @@ export function createGateway(loaded: LoadedConfig, options: GatewayOptions = {}
       clearInterval(flushTimer);
       await probes?.stop();
       await Promise.all([drain.drain(graceMs), closeServer(admin)]);
+      for (const old of retiring) await releaseRuntime(old, [runtime]);
+      retiring.clear();
       await releaseRuntime(runtime);
       accessLog.flush();
       logger.info("gateway stopped");

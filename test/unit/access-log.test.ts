@@ -10,6 +10,7 @@ import type { RequestTrace } from "../../gateway/observability/tracing/request-t
 import type { Decision } from "../../gateway/ratelimit/limiter.js";
 import type { ResolvedPolicy } from "../../gateway/ratelimit/policy.js";
 import type { Runtime } from "../../gateway/core/runtime.js";
+import { Generation } from "../../gateway/core/generation.js";
 import type { Route } from "../../gateway/routing/routes.js";
 import { RequestScope } from "../../gateway/core/scope.js";
 import { finishedScope } from "../helpers/access-lines.js";
@@ -51,7 +52,7 @@ interface Fields {
 }
 
 function scopeOf(f: Fields): RequestScope {
-  const s = new RequestScope(f.reqId, f.method, "1.1", 0, {} as Runtime, []);
+  const s = new RequestScope(f.reqId, f.method, "1.1", 0, { generation: new Generation() } as unknown as Runtime, []);
   s.path = f.path;
   s.route = f.route === null ? null : ({ prefix: f.route } as Route);
   s.className = f.cls;

@@ -15,6 +15,7 @@ import { AccessLog } from "../../gateway/observability/access-log.js";
 import { createLogger } from "../../gateway/observability/logger.js";
 import { createMetrics, createPrimaryMetrics } from "../../gateway/observability/metrics.js";
 import type { Runtime } from "../../gateway/core/runtime.js";
+import { Generation } from "../../gateway/core/generation.js";
 import { RequestScope } from "../../gateway/core/scope.js";
 import { parsePrometheusText } from "../helpers/prom.js";
 import { prng } from "../helpers/prng.js";
@@ -137,7 +138,7 @@ describe("a worker's access line", () => {
   it("carries its pid right after service, as pino writes its own lines", () => {
     const writes: string[] = [];
     const logger = createLogger("info", { write: (s: string) => void writes.push(s) }, { pid: 4242 });
-    const scope = new RequestScope("r1", "GET", "1.1", 0, {} as Runtime, []);
+    const scope = new RequestScope("r1", "GET", "1.1", 0, { generation: new Generation() } as unknown as Runtime, []);
     scope.clientIp = "10.0.0.1";
     const log = new AccessLog(logger);
     log.onFinish(finishedScope(scope, 200, 1.5));

@@ -140,6 +140,20 @@ export class OutlierDetector {
     return next;
   }
 
+  /**
+   * Endpoint `i` keeps the state it had as endpoint `i` of `from` (a reload that keeps it, SPEC
+   * §7): its ejection and its backoff. No `onChange` is called: the endpoint's flags already say it.
+   */
+  carry(i: number, from: OutlierDetector): void {
+    if (i >= from.count || i >= this.count) return;
+    this.failures[i] = from.failures[i]!;
+    this.ejectedUntil[i] = from.ejectedUntil[i]!;
+    this.backoff[i] = from.backoff[i]!;
+    this.returnedAt[i] = from.returnedAt[i]!;
+    this.ejections[i] = from.ejections[i]!;
+    if (this.ejectedUntil[i] !== 0) this.active++;
+  }
+
   /** @returns how many times endpoint `i` has been ejected (for `gateway_upstream_ejections_total`) */
   ejectionCount(i: number): number {
     return this.ejections[i]!;

@@ -158,7 +158,8 @@ export function buildRuntime(config: GatewayConfig, deps: RuntimeDeps, previous?
   const upstreamDeps = { metrics: deps.metrics, logger: deps.logger, nowMs: () => deps.clock.monotonicMs() };
   for (const [name, u] of Object.entries(config.upstreams)) {
     const before = previous?.upstreams.get(name);
-    const keep = before !== undefined && keepsUpstream(previous!.config.upstreams[name]!, u, before, tls.get(name)!);
+    const keep =
+      before !== undefined && keepsUpstream(previous!.config.upstreams[name]!, u, before, tls.get(name)!);
     upstreams.set(name, keep ? before : new Upstream(name, u, tls.get(name)!, upstreamDeps, before));
   }
   // The first configuration is live at once; a reload's, when it commits (activateRuntime).

@@ -134,7 +134,13 @@ export class Upstream {
     if (maxInFlight === 0 && cfg.adaptive_concurrency === undefined) this.admission = null;
     else if (this.admission === null) {
       const overloaded = this.deps.metrics.pool.overloaded;
-      this.admission = new Admission(this.name, maxInFlight, cfg.adaptive_concurrency, this.deps.nowMs, overloaded);
+      this.admission = new Admission(
+        this.name,
+        maxInFlight,
+        cfg.adaptive_concurrency,
+        this.deps.nowMs,
+        overloaded,
+      );
     } else this.admission.reconfigure(maxInFlight, cfg.adaptive_concurrency);
     this.admission?.configure(shedding);
   }

@@ -52,7 +52,14 @@ interface Fields {
 }
 
 function scopeOf(f: Fields): RequestScope {
-  const s = new RequestScope(f.reqId, f.method, "1.1", 0, { generation: new Generation() } as unknown as Runtime, []);
+  const s = new RequestScope(
+    f.reqId,
+    f.method,
+    "1.1",
+    0,
+    { generation: new Generation() } as unknown as Runtime,
+    [],
+  );
   s.path = f.path;
   s.route = f.route === null ? null : ({ prefix: f.route } as Route);
   s.className = f.cls;

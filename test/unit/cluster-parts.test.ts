@@ -138,7 +138,14 @@ describe("a worker's access line", () => {
   it("carries its pid right after service, as pino writes its own lines", () => {
     const writes: string[] = [];
     const logger = createLogger("info", { write: (s: string) => void writes.push(s) }, { pid: 4242 });
-    const scope = new RequestScope("r1", "GET", "1.1", 0, { generation: new Generation() } as unknown as Runtime, []);
+    const scope = new RequestScope(
+      "r1",
+      "GET",
+      "1.1",
+      0,
+      { generation: new Generation() } as unknown as Runtime,
+      [],
+    );
     scope.clientIp = "10.0.0.1";
     const log = new AccessLog(logger);
     log.onFinish(finishedScope(scope, 200, 1.5));

@@ -26,6 +26,10 @@ export interface UpstreamDeps {
   nowMs: () => number;
 }
 
+/** The upstream has a concurrency limit (SPEC §17 `max_in_flight`, SPEC §18 `adaptive_concurrency`). */
+const limited = (cfg: UpstreamConfig): boolean =>
+  (cfg.max_in_flight ?? 0) > 0 || cfg.adaptive_concurrency !== undefined;
+
 /** Statuses of the endpoint itself that count as a failed call (SPEC §16 outlier detection). */
 const isGatewayFailure = (status: number): boolean => status === 502 || status === 503 || status === 504;
 
@@ -105,12 +109,7 @@ export class Upstream {
         : null;
     for (const i of taken) this.takeOver(i, previous!);
     this.panics = pool.panic.labels({ upstream: name });
-    const maxInFlight = cfg.max_in_flight ?? 0;
-    this.admission =
-      maxInFlight === 0 && cfg.adaptive_concurrency === undefined
-        ? null
-        : (previous?.admission ??
-          new Admission(name, maxInFlight, cfg.adaptive_concurrency, deps.nowMs, pool.overloaded));
+    this.admission = !limited(cfg) ? null : (previous?.admission ?? this.newAdmission(cfg));
     this.budgetRatio = cfg.retry_budget.ratio;
     this.budgetMinRetries = cfg.retry_budget.min_retries;
     this.retried = pool.retries.labels({ upstream: name, result: "retried" });
@@ -130,18 +129,9 @@ export class Upstream {
     }
     this.budgetRatio = cfg.retry_budget.ratio;
     this.budgetMinRetries = cfg.retry_budget.min_retries;
-    const maxInFlight = cfg.max_in_flight ?? 0;
-    if (maxInFlight === 0 && cfg.adaptive_concurrency === undefined) this.admission = null;
-    else if (this.admission === null) {
-      const overloaded = this.deps.metrics.pool.overloaded;
-      this.admission = new Admission(
-        this.name,
-        maxInFlight,
-        cfg.adaptive_concurrency,
-        this.deps.nowMs,
-        overloaded,
-      );
-    } else this.admission.reconfigure(maxInFlight, cfg.adaptive_concurrency);
+    if (!limited(cfg)) this.admission = null;
+    else if (this.admission === null) this.admission = this.newAdmission(cfg);
+    else this.admission.reconfigure(cfg.max_in_flight ?? 0, cfg.adaptive_concurrency);
     this.admission?.configure(shedding);
   }
 
@@ -266,6 +256,11 @@ export class Upstream {
     const o = this.outliers;
     if (o === null || this.ejectedCount === 0) return;
     if (this.deps.nowMs() >= o.nextUnejectionAt()) o.refresh();
+  }
+
+  private newAdmission(cfg: UpstreamConfig): Admission {
+    const { max_in_flight: max = 0, adaptive_concurrency: adaptive } = cfg;
+    return new Admission(this.name, max, adaptive, this.deps.nowMs, this.deps.metrics.pool.overloaded);
   }
 
   /** Endpoint `i`, taken over from `previous`, keeps its ejection (its detector's state). */

@@ -11,14 +11,19 @@ import { once } from "node:events";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import type { IncomingMessage, Server, ServerResponse } from "node:http";
 import http from "node:http";
+import https from "node:https";
 import type { Socket } from "node:net";
+import type { TLSSocket } from "node:tls";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import WebSocket, { WebSocketServer } from "ws";
 import { stringify } from "yaml";
+import { childConfig, spawnGateway } from "../helpers/child-gateway.js";
 import { startGateway, testConfig, type TestGateway } from "../helpers/gateway.js";
 import { closeServer, listen, request } from "../helpers/http.js";
+import { RedisServer } from "../helpers/redis-server.js";
+import { createPki } from "../helpers/tls.js";
 
 const AUTH = { authorization: "Bearer valid-token" };
 const dir = mkdtempSync(path.join(tmpdir(), "gw-reload-cuts-"));
@@ -230,6 +235,90 @@ describe("a route's timeout_ms", () => {
       expect((await request(`${gw.url}/v1/late`, { headers: AUTH })).status).toBe(504);
     } finally {
       await gw.close();
+    }
+  });
+});
+
+describe("a TLS upstream across a reload", () => {
+  it("keeps its connections when its TLS material is unchanged, and makes new ones when a file's content changes", async () => {
+    const pki = createPki();
+    const connections: TLSSocket[] = [];
+    const server = https.createServer({ cert: pki.serverCert, key: pki.serverKey }, (_req, res) =>
+      res.end("tls origin"),
+    );
+    server.on("secureConnection", (s: TLSSocket) => connections.push(s));
+    server.listen(0, "127.0.0.1");
+    await once(server, "listening");
+    const url = `https://127.0.0.1:${(server.address() as { port: number }).port}`;
+    const caCopy = path.join(dir, "ca-copy.pem");
+    writeFileSync(caCopy, pki.ca);
+    const config = (extra: Record<string, unknown>) =>
+      testConfig(url, {
+        upstreams: { docs: { url, tls: { ca_file: caCopy }, timeout_ms: 2_000, ...extra } },
+        routes: [{ prefix: "/v1", upstream: "docs" }],
+      });
+    const gw = await startGateway(config({}));
+    try {
+      const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+      const get = () => request(`${gw.url}/v1/x`, { headers: AUTH, agent });
+      expect((await get()).body).toBe("tls origin");
+      await reloadWith(gw, config({ timeout_ms: 3_000 }));
+      expect((await get()).body).toBe("tls origin");
+      expect(connections.length).toBe(1);
+      // The same CA with a trailing comment is other file content: new connections.
+      writeFileSync(caCopy, Buffer.concat([pki.ca, Buffer.from("\n")]));
+      await reloadWith(gw, config({ timeout_ms: 3_000 }));
+      expect((await get()).body).toBe("tls origin");
+      expect(connections.length).toBe(2);
+      agent.destroy();
+    } finally {
+      await gw.close();
+      server.closeAllConnections();
+      server.close();
+      pki.remove();
+    }
+  });
+});
+
+describe("a reload by signal and by the watch, in a real process", () => {
+  let redis: RedisServer;
+  beforeAll(async () => {
+    redis = await RedisServer.start();
+  });
+  afterAll(() => redis.destroy());
+
+  it.each([
+    ["SIGHUP with two workers", "workers"],
+    ["reload.watch", "watch"],
+  ] as const)("%s: calls held across it get their whole answer", async (_name, how) => {
+    const extra = (): Record<string, unknown> =>
+      how === "workers"
+        ? {
+            workers: 2,
+            rate_limits: {
+              store: { redis: { url: redis.url, key_prefix: `reload-cuts-${how}` } },
+              classes: { read: { match: { methods: ["GET"] }, windows: [{ limit: 1000, window_s: 3600 }] } },
+              anonymous: { windows: [{ limit: 1000, window_s: 3600 }] },
+            },
+          }
+        : { reload: { watch: true } };
+    const gw = await spawnGateway((ports) => childConfig(slow.url, ports, extra(), { grace_ms: 100 }));
+    try {
+      const before = held.length;
+      // With workers, node:cluster hands connections out in turn: three calls busy both.
+      const calls = [1, 2, 3].map(() => request(`${gw.url}/v1/hold`, { headers: AUTH }));
+      await until(() => held.length === before + 3, 10_000);
+      const ports = { apiPort: gw.apiPort, adminPort: gw.adminPort };
+      gw.writeConfig(childConfig(other.url, ports, extra(), { grace_ms: 100 }));
+      if (how === "workers") gw.signal("SIGHUP");
+      await gw.waitForLine((l) => l.msg === "configuration reloaded", 10_000);
+      expect((await request(`${gw.url}/v1/x`, { headers: AUTH })).body).toBe("other origin");
+      await new Promise((r) => setTimeout(r, 300)); // past grace_ms
+      for (const r of held.splice(before)) r.writeHead(200).end("held answer");
+      const answers = await Promise.all(calls);
+      expect(answers.map((a) => `${a.status} ${a.body}`)).toEqual(Array(3).fill("200 held answer"));
+    } finally {
+      await gw.dispose();
     }
   });
 });

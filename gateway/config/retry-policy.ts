@@ -52,6 +52,21 @@ export function compileRetryPolicy(
 }
 
 /**
+ * The part of a route's policy that holds for any method (SPEC §17): a failure to connect, where no
+ * byte of the request reached the upstream, so a POST without an `Idempotency-Key` is retried then
+ * too, as nginx (`proxy_next_upstream error`) and Envoy (`connect-failure`) do.
+ * @returns the policy retrying `connect_failure` alone, or null when the route does not retry it
+ */
+export function connectOnly(policy: RetryPolicy | null): RetryPolicy | null {
+  if (policy === null || !policy.reasons.has("connect")) return null;
+  return Object.freeze({
+    ...policy,
+    reasons: new Set<UpstreamErrorReason>(["connect"]),
+    statuses: new Set<number>(),
+  });
+}
+
+/**
  * Full-jitter exponential backoff (AWS Architecture Blog, "Exponential Backoff and Jitter", 2015).
  * @param retry - 1 for the first retry
  * @param random - uniform in [0, 1)

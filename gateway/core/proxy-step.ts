@@ -78,14 +78,15 @@ export class ProxyStep implements ExchangeHooks<RequestScope> {
     // A body without a length that grows past the limit is cut (one with a length was refused).
     if (hasBody && limit > 0 && length === undefined) upload = limitBody(body, limit);
     let retry = route.retry;
-    if (retry !== null) {
-      // SPEC §17: idempotent methods or an Idempotency-Key, and a body kept whole for replay.
-      if (!IDEMPOTENT_METHODS.has(scope.method) && headers["idempotency-key"] === undefined) retry = null;
-      else if (hasBody) {
-        const n = typeof length === "string" ? Number(length) : NaN;
-        if (n <= REPLAY_MAX_BYTES) return this.replayable(scope, outcome, body, n, res, writer);
-        retry = null;
-      }
+    // SPEC §17: idempotent methods or an Idempotency-Key, else connection failures only (no byte
+    // reached the upstream); and a body kept whole for replay.
+    if (retry !== null && !IDEMPOTENT_METHODS.has(scope.method) && headers["idempotency-key"] === undefined) {
+      retry = route.connectRetry;
+    }
+    if (retry !== null && hasBody) {
+      const n = typeof length === "string" ? Number(length) : NaN;
+      if (n <= REPLAY_MAX_BYTES) return this.replayable(scope, outcome, body, n, retry, res, writer);
+      retry = null;
     }
     return this.send(scope, outcome, body, upload, null, retry, res, writer);
   }
@@ -96,12 +97,13 @@ export class ProxyStep implements ExchangeHooks<RequestScope> {
     outcome: ProxyOutcome,
     body: ProxyRequest,
     length: number,
+    retry: RetryPolicy,
     res: R,
     writer: HeadWriter<R>,
   ): Promise<ExchangeResult | null> {
     const replay = await readWhole(body, length);
     if (replay === null) return null;
-    return this.send(scope, outcome, body, null, replay, scope.route!.retry, res, writer);
+    return this.send(scope, outcome, body, null, replay, retry, res, writer);
   }
 
   private send<R extends ResponseTarget>(

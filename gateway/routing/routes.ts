@@ -1,6 +1,6 @@
 /** Route table: longest path prefix wins (SPEC §7). Built once per configuration. */
 import type { GatewayConfig } from "../config/schema.js";
-import { compileRetryPolicy, type RetryPolicy } from "../config/retry-policy.js";
+import { compileRetryPolicy, connectOnly, type RetryPolicy } from "../config/retry-policy.js";
 import { coversPrefix } from "./patterns.js";
 
 /** A compiled route; plain data. */
@@ -17,6 +17,8 @@ export interface Route {
   maxBodyBytes: number;
   /** The route's retries, or null. */
   retry: RetryPolicy | null;
+  /** {@link retry} restricted to `connect_failure`, for calls that are not idempotent, or null. */
+  connectRetry: RetryPolicy | null;
 }
 
 /** Matches a normalised path to its route. */
@@ -25,15 +27,19 @@ export class RouteTable {
 
   constructor(config: Pick<GatewayConfig, "routes" | "listen">) {
     this.routes = config.routes
-      .map((r) => ({
-        prefix: r.prefix,
-        upstream: r.upstream,
-        scopes: r.scopes,
-        stripPrefix: r.strip_prefix,
-        timeoutMs: r.timeout_ms ?? 0,
-        maxBodyBytes: r.max_body_bytes ?? config.listen.max_body_bytes,
-        retry: compileRetryPolicy(r.retries, r.timeout_ms ?? 0),
-      }))
+      .map((r) => {
+        const retry = compileRetryPolicy(r.retries, r.timeout_ms ?? 0);
+        return {
+          prefix: r.prefix,
+          upstream: r.upstream,
+          scopes: r.scopes,
+          stripPrefix: r.strip_prefix,
+          timeoutMs: r.timeout_ms ?? 0,
+          maxBodyBytes: r.max_body_bytes ?? config.listen.max_body_bytes,
+          retry,
+          connectRetry: connectOnly(retry),
+        };
+      })
       .sort((a, b) => b.prefix.length - a.prefix.length);
   }
 

@@ -215,6 +215,9 @@ export class Upstream {
     const e = this.endpoints.find((x) => x.name === endpointName);
     if (e === undefined || e.healthy === healthy) return;
     e.healthy = healthy;
+    // SPEC §16: an ejected endpoint that then failed its probes was down, and is back once they
+    // pass again, whatever remains of its ejection (one whose probes kept passing serves it out).
+    if (healthy && e.ejected) this.outliers?.forgive(e.index);
     e.available = healthy && !e.ejected;
   }
 

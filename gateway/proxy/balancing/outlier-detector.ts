@@ -154,6 +154,15 @@ export class OutlierDetector {
     if (this.ejectedUntil[i] !== 0) this.active++;
   }
 
+  /**
+   * Ends endpoint `i`'s ejection now (calling `onChange(i, false)`), as if its time had come: its
+   * active health check saw it down and then up again (a restarted instance). Its backoff stays.
+   */
+  forgive(i: number): void {
+    const until = this.ejectedUntil[i]!;
+    if (until !== 0) this.end(i, Math.min(until, this.now()));
+  }
+
   /** @returns how many times endpoint `i` has been ejected (for `gateway_upstream_ejections_total`) */
   ejectionCount(i: number): number {
     return this.ejections[i]!;

@@ -108,6 +108,8 @@ export class Replica {
   /** The load balancer sends it new calls (false while a rolling deploy replaces it). */
   inRotation = true;
   readonly lines: Record<string, unknown>[] = [];
+  /** Access lines of calls it answered 5xx, by request id (which endpoint they went to). */
+  readonly failed = new Map<string, Record<string, unknown>>();
 
   constructor(
     readonly name: string,
@@ -145,6 +147,7 @@ export class Replica {
           try {
             const line = JSON.parse(text) as Record<string, unknown>;
             if (line.msg !== "request") this.lines.push(line);
+            else if ((line.status as number) >= 500) this.failed.set(String(line.reqId), line);
             if (line.msg === "gateway listening") {
               clearTimeout(timer);
               resolve();

@@ -63,6 +63,21 @@ describe("listen.enabled: false", () => {
   });
 });
 
+describe("a decision port that cannot be bound", () => {
+  it("stops the start with an error naming the decision listener and its key", async () => {
+    const port = Number(new URL(gw.decisionUrl).port);
+    const err = await startGateway(
+      testConfig("http://127.0.0.1:1", { decision: { listen: { host: "127.0.0.1", port } } }),
+    ).then(
+      (g) => g.close().then(() => null),
+      (e: unknown) => e as Error,
+    );
+    expect(err?.message).toBe(
+      `the decision listener cannot bind 127.0.0.1:${port} (decision.listen.host, decision.listen.port): EADDRINUSE (another process holds the port)`,
+    );
+  });
+});
+
 describe("the client address of a decision", () => {
   it("is the X-Forwarded-For entry the edge appended: each client its own anonymous budget", async () => {
     const ask = (xff: string) =>

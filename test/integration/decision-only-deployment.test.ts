@@ -6,8 +6,10 @@
  */
 import net from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { stringify } from "yaml";
+import { parseConfig } from "../../gateway/config/load.js";
 import { freePorts } from "../helpers/child-gateway.js";
-import { startGateway, testConfig, type TestGateway } from "../helpers/gateway.js";
+import { FIXTURES, startGateway, testConfig, type TestGateway } from "../helpers/gateway.js";
 import { request } from "../helpers/http.js";
 
 let gw: TestGateway;
@@ -92,5 +94,26 @@ describe("the client address of a decision", () => {
       remaining.push(res.headers["x-ratelimit-remaining"] as string);
     }
     expect(remaining).toEqual(["2", "1", "2"]);
+  });
+});
+
+describe("a reload", () => {
+  it("applies decision.path and decision.nginx_status to the next question", async () => {
+    const g = await startGateway(
+      testConfig("http://127.0.0.1:1", { decision: { listen: { host: "127.0.0.1", port: 0 } } }),
+    );
+    try {
+      const next = testConfig("http://127.0.0.1:1", {
+        decision: { listen: { host: "127.0.0.1", port: 0 }, path: "/ask", nginx_status: true },
+      });
+      g.gateway.prepare({ config: parseConfig(stringify(next), "test"), baseDir: FIXTURES }).commit();
+      const headers = { "x-original-method": "GET", "x-original-uri": "/nowhere" };
+      expect((await request(`${g.decisionUrl}/decide`, { headers })).status).toBe(404);
+      const res = await request(`${g.decisionUrl}/ask`, { headers });
+      expect(res.status).toBe(403);
+      expect(res.headers["x-gateway-status"]).toBe("404");
+    } finally {
+      await g.close();
+    }
   });
 });

@@ -219,7 +219,7 @@ describe.skipIf(!hasNginx)("through nginx auth_request", () => {
   );
 
   it("the 429 with Retry-After and X-RateLimit-Remaining: 0 once the class is spent", async () => {
-    const auth = { authorization: "Bearer client-token" };
+    const auth = { authorization: "Bearer client-token", "x-auth-subject": "mallory" };
     const statuses: number[] = [];
     for (let i = 0; i < 3; i++) {
       statuses.push(
@@ -227,6 +227,9 @@ describe.skipIf(!hasNginx)("through nginx auth_request", () => {
       );
     }
     expect(statuses).toEqual([200, 200, 200]);
+    // A token without `sub`: the service gets no X-Auth-Subject, not the client's copy either.
+    expect(seen.at(-1)!["x-auth-subject"]).toBeUndefined();
+    expect(seen.at(-1)!["x-auth-client-id"]).toBe("svc");
     const res = await request(`${nginxUrl}/v1/pages`, { method: "POST", headers: auth, body: "{}" });
     expect(res.status).toBe(429);
     expect(res.headers["x-ratelimit-remaining"]).toBe("0");

@@ -3,6 +3,7 @@
  * can have, each at its key path (fixtures named after the failure they cause).
  */
 import { describe, expect, it } from "vitest";
+import { describeConfig } from "../../gateway/cli/describe-config.js";
 import { parseConfig } from "../../gateway/config/load.js";
 import { problemsOf } from "../helpers/config-problems.js";
 
@@ -46,6 +47,13 @@ describe("decision configuration", () => {
     expect(off.decision?.listen.port).toBe(8081);
     expect(() => parseConfig(`${base}admin: { port: 8081 }\ndecision: {}\n`, "test")).toThrow(
       /decision\.listen\.port: the decision listener's port 8081 is admin\.port's too/,
+    );
+  });
+
+  it("gateway check lists the listeners: the API one off, the decision one with its path", () => {
+    const c = parseConfig(`${base}listen: { enabled: false }\ndecision: { nginx_status: true }\n`, "test");
+    expect(describeConfig(c, {})).toContain(
+      "listeners: api off, decision 127.0.0.1:8081/decide (nginx_status), admin 0.0.0.0:9090",
     );
   });
 });

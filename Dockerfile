@@ -47,8 +47,9 @@ COPY --from=build /app/config ./config
 COPY --from=build /etc/gateway /etc/gateway
 
 USER node
-# 8080: API listener (`listen`); 9090: admin listener (`admin`: /metrics, /healthz, /readyz).
-EXPOSE 8080 9090
+# 8080: API listener (`listen`); 8081: decision listener (`decision.listen`, when configured: for the
+# edge proxy only); 9090: admin listener (`admin`: /metrics, /healthz, /readyz).
+EXPOSE 8080 8081 9090
 # slim images have no curl: ask node. /healthz answers while the process is alive (SPEC §8).
 HEALTHCHECK --interval=10s --timeout=3s --start-period=10s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:9090/healthz',{signal:AbortSignal.timeout(2000)}).then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]

@@ -47,10 +47,25 @@ function describePlans(config: GatewayConfig): string[] {
   return lines;
 }
 
+/** The API listener (or `off`), the decision listener and its path (SPEC §23), the admin one. */
+function describeListeners(config: GatewayConfig): string {
+  const l = config.listen;
+  const d = config.decision;
+  return [
+    `api ${l.enabled ? `${l.host}:${l.port}` : "off"}`,
+    d === undefined
+      ? undefined
+      : `decision ${d.listen.host}:${d.listen.port}${d.path}${d.nginx_status ? " (nginx_status)" : ""}`,
+    `admin ${config.admin.host}:${config.admin.port}`,
+  ]
+    .filter((s) => s !== undefined)
+    .join(", ");
+}
+
 /**
  * @param env - the environment the gateway would start with (`OTEL_*` can turn tracing on)
  * @returns a multi-line text listing routes (longest prefix first), limit classes in match order,
- *   each plan's effective windows, the auth chain and where spans go
+ *   each plan's effective windows, the auth chain, the listeners and where spans go
  */
 export function describeConfig(config: GatewayConfig, env: NodeJS.ProcessEnv = process.env): string {
   const lines: string[] = ["routes (longest prefix wins):"];
@@ -92,6 +107,7 @@ export function describeConfig(config: GatewayConfig, env: NodeJS.ProcessEnv = p
     a.static === undefined ? undefined : "static tokens",
   ];
   lines.push(`auth: ${auth.filter((s) => s !== undefined).join(" + ")}`);
+  lines.push(`listeners: ${describeListeners(config)}`);
   const tracing = tracingSettings(config.tracing, env);
   lines.push(
     tracing === null

@@ -41,8 +41,11 @@ export type ToWorker =
 export type FromWorker =
   /** Listening for `gw:start` (a message sent before would be lost while its modules load). */
   | { type: "gw:hello" }
-  /** Serving on `apiPort` (the one port every worker shares). */
-  | { type: "gw:listening"; apiPort: number }
+  /**
+   * Serving on `apiPort` and `decisionPort` (the ports every worker shares; 0 for a listener the
+   * configuration does not have).
+   */
+  | { type: "gw:listening"; apiPort: number; decisionPort: number }
   /** The gateway could not be built or bind; the worker exits 1. */
   | { type: "gw:failed"; error: string }
   /** `error` null: built, waiting for commit or abort. */

@@ -83,6 +83,7 @@ class Primary {
   private stopping = false;
   private sequence = 0;
   private apiPort = 0;
+  private decisionPort = 0;
 
   constructor(
     private readonly file: string,
@@ -134,6 +135,7 @@ class Primary {
     this.logger.info(
       {
         apiPort: this.apiPort,
+        decisionPort: this.decisionPort,
         adminPort: (this.admin.address() as AddressInfo).port,
         routes: this.current.config.routes.length,
         workers: this.count,
@@ -169,6 +171,7 @@ class Primary {
       return null;
     }
     this.apiPort = up.apiPort;
+    this.decisionPort = up.decisionPort;
     this.pools.greet(member);
     this.logger.info({ workerPid: member.pid }, "worker listening");
     return member;

@@ -1,5 +1,6 @@
 /**
- * A cluster worker (SPEC §15): the ordinary gateway on the shared API port, without an admin
+ * A cluster worker (SPEC §15): the ordinary gateway on the shared API port (and decision port,
+ * SPEC §23: node:cluster shares every port a worker binds), without an admin
  * listener (its primary answers `/metrics`, `/healthz` and `/readyz` for the group), configured
  * only by its primary: it never reads the configuration file, so every worker serves what the
  * primary validated, and a replacement starts on the configuration in force, not on whatever the
@@ -53,9 +54,10 @@ async function start(m: Extract<ToWorker, { type: "gw:start" }>): Promise<void> 
   const logger = createLogger(loaded.config.log.level, undefined, { pid: process.pid });
   let gateway: Gateway;
   let apiPort: number;
+  let decisionPort: number;
   try {
     gateway = createGateway(loaded, { logger, admin: false, healthChecks: false });
-    ({ apiPort } = await gateway.listen());
+    ({ apiPort, decisionPort } = await gateway.listen());
   } catch (err) {
     const error = err instanceof Error ? err.message : String(err);
     const fields = err instanceof ListenError ? err.toFields() : {};
@@ -67,7 +69,7 @@ async function start(m: Extract<ToWorker, { type: "gw:start" }>): Promise<void> 
   }
   process.removeAllListeners("disconnect");
   new WorkerControl(gateway).listen();
-  send({ type: "gw:listening", apiPort });
+  send({ type: "gw:listening", apiPort, decisionPort });
 }
 
 /** A started worker's side of the protocol. */

@@ -9,6 +9,7 @@
 import { z } from "zod";
 import { authSchema } from "./auth-schema.js";
 import { corsSchema } from "./cors-schema.js";
+import { decisionSchema, listenerProblems } from "./decision-schema.js";
 import { nonNegativeInt, port, positiveInt } from "./primitives.js";
 import { rateLimitsSchema } from "./rate-limits-schema.js";
 import { routeSchema } from "./route-schema.js";
@@ -26,6 +27,10 @@ const listenerSchema = (defaultPort: number) =>
   });
 
 const listenSchema = listenerSchema(8080).extend({
+  enabled: z
+    .boolean()
+    .default(true)
+    .describe("Serve the API listener; false for a decision-only deployment (needs `decision`)."),
   grace_ms: positiveInt.default(10_000).describe("Shutdown: time in-flight requests have to finish (ms)."),
   headers_timeout_ms: positiveInt.default(10_000).describe("Time a client has to send its headers (ms)."),
   request_timeout_ms: nonNegativeInt
@@ -63,6 +68,9 @@ export const gatewayConfigSchema = z
     cors: corsSchema
       .optional()
       .describe("CORS for browser clients (SPEC §14); without it OPTIONS is an ordinary request."),
+    decision: decisionSchema
+      .optional()
+      .describe("The decision listener for an existing edge proxy (SPEC §23); none without it."),
     load_shedding: loadSheddingSchema
       .optional()
       .describe("Priorities by plan and their shares of each upstream's limit (SPEC §18); none without it."),
@@ -90,6 +98,9 @@ export const gatewayConfigSchema = z
   .superRefine((cfg, ctx) => {
     const shared = workersWithoutRedis(cfg.workers, cfg.rate_limits.store.redis !== undefined);
     if (shared !== null) ctx.addIssue({ code: "custom", path: ["workers"], message: shared });
+    for (const p of listenerProblems(cfg.listen, cfg.admin.port, cfg.decision)) {
+      ctx.addIssue({ code: "custom", path: p.path, message: p.message });
+    }
     for (const [name, u] of Object.entries(cfg.upstreams)) {
       for (const p of upstreamProblems(u)) {
         ctx.addIssue({ code: "custom", path: ["upstreams", name, ...p.path], message: p.message });

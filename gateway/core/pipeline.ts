@@ -66,10 +66,15 @@ export class Pipeline {
     const rt = scope.runtime;
     if (rt.tracing !== null)
       scope.trace = rt.tracing.begin(facts.headers, scope.method, scope.startMs, facts.secure);
-    scope.clientIp = clientIp(facts.peerAddress, facts.headers["x-forwarded-for"], rt.request.trustProxy);
+    // SPEC §23: a decision describes a call the edge proxy received, whose address it appended to
+    // X-Forwarded-For; its CORS, `/rate_limit` and admission (the upstream's calls in flight) are
+    // the edge's, not the gateway's.
+    const answerOnly = scope.mode === "decision";
+    const hops = answerOnly ? rt.request.trustProxy + 1 : rt.request.trustProxy;
+    scope.clientIp = clientIp(facts.peerAddress, facts.headers["x-forwarded-for"], hops);
     // RFC 9112 §3.2: exactly one Host on HTTP/1.1; never forwarded otherwise.
     if (facts.protocol === "1.1" && facts.hostFields !== 1) return this.rejectAnonymous(scope, "bad_host");
-    const cors = rt.cors;
+    const cors = answerOnly ? null : rt.cors;
     const origin = facts.headers.origin;
     if (cors !== null && typeof origin === "string") scope.corsAllowed = cors.allowOrigin(origin);
     const target = normalizeTarget(facts.target);
@@ -78,7 +83,7 @@ export class Pipeline {
     if (cors !== null && scope.method === "OPTIONS" && origin !== undefined) {
       if (facts.headers["access-control-request-method"] !== undefined) return this.preflight(scope);
     }
-    const statusPath = rt.request.statusPath;
+    const statusPath = answerOnly ? null : rt.request.statusPath;
     const route = statusPath === target.matchPath ? null : rt.routes.match(target.matchPath);
     if (route === undefined) return this.rejectAnonymous(scope, "not_found");
     scope.route = route;
@@ -107,7 +112,7 @@ export class Pipeline {
     const upstream = rt.upstreams.get(route.upstream)!;
     // SPEC §17 circuit breaking and §18 load shedding, before the limiter: a refused call costs no
     // budget.
-    const admission = upstream.admission;
+    const admission = answerOnly ? null : upstream.admission;
     if (admission !== null) {
       const admitted = admission.admit(admission.priorityOf(policy.plan));
       if (admitted === "shed") {

@@ -52,6 +52,8 @@ export interface RequestSettings {
   readonly maxBodyBytes: number;
   /** `auth.realm`, for `WWW-Authenticate` challenges. */
   readonly realm: string;
+  /** `decision.path` and `decision.nginx_status` (SPEC §23), or null without a `decision` block. */
+  readonly decision: { readonly path: string; readonly nginxStatus: boolean } | null;
 }
 
 /**
@@ -171,6 +173,10 @@ export function buildRuntime(config: GatewayConfig, deps: RuntimeDeps, previous?
       statusPath: config.rate_limits.status_path,
       maxBodyBytes: config.listen.max_body_bytes,
       realm: config.auth.realm,
+      decision:
+        config.decision === undefined
+          ? null
+          : Object.freeze({ path: config.decision.path, nginxStatus: config.decision.nginx_status }),
     }),
     clock: deps.clock,
     generation: new Generation(),

@@ -31,6 +31,11 @@ export class RequestScope implements FinishedRequest {
   readonly observers: readonly FinishObserver[];
   method: string;
   protocol: ClientProtocol;
+  /**
+   * `"decision"` when the request is a question about another one (SPEC §23: answered, never
+   * proxied), else `"proxy"`.
+   */
+  mode: "proxy" | "decision" = "proxy";
   /** Normalised path (no query), the only path that is logged. */
   path = "";
   clientIp = "";

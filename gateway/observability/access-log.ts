@@ -45,6 +45,8 @@ export interface AccessLine {
   spanId?: string;
   error?: string;
   aborted?: true;
+  /** A decision request's line (SPEC §23): the status is the decision answer's. */
+  mode?: "decision";
   msg: "request";
 }
 
@@ -102,6 +104,7 @@ export class AccessLog implements FinishObserver {
     if (scope.errorCode !== null) line += `,"error":"${scope.errorCode}"`;
     if (status === 499) line += `,"aborted":true`;
     if (scope.shed !== null) line += `,"shed":"${scope.shed}"`;
+    if (scope.mode === "decision") line += `,"mode":"decision"`;
     this.pending += line + `,"msg":"request"}\n`;
     if (this.pending.length >= CHUNK_CHARS) this.flush();
   }

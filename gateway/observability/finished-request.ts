@@ -14,6 +14,8 @@ export interface FinishedRequest {
   readonly requestId: string;
   readonly method: string;
   readonly protocol: ClientProtocol;
+  /** `"decision"` for a decision request (SPEC §23), else `"proxy"`. */
+  readonly mode: "proxy" | "decision";
   /** Normalised path (no query), the only path that is logged; "" before it was parsed. */
   readonly path: string;
   readonly clientIp: string;

@@ -6,8 +6,10 @@
  */
 import type { Server } from "node:net";
 
-/** Which of the gateway's listeners: the API one (`listen`) or the admin one (`admin`). */
-export type ListenerName = "api" | "admin";
+/** Which of the gateway's listeners: the API one (`listen`), the admin one, or the decision one. */
+export type ListenerName = "api" | "admin" | "decision";
+
+const KEYS: Record<ListenerName, string> = { api: "listen", admin: "admin", decision: "decision.listen" };
 
 /** A listener could not bind its address. */
 export class ListenError extends Error {
@@ -24,7 +26,7 @@ export class ListenError extends Error {
     readonly code: string | undefined,
     options?: { cause?: unknown },
   ) {
-    const key = listener === "api" ? "listen" : "admin";
+    const key = KEYS[listener];
     super(
       `the ${listener} listener cannot bind ${host}:${port} (${key}.host, ${key}.port): ${code ?? "error"}` +
         (code === "EADDRINUSE" ? " (another process holds the port)" : ""),

@@ -31,6 +31,8 @@ import {
   type Runtime,
 } from "../core/runtime.js";
 import { createApiListener } from "../transport/api-listener.js";
+import { DecisionTransport } from "../transport/decision.js";
+import { createDecisionListener } from "../transport/decision-listener.js";
 import { Http1Transport } from "../transport/http1.js";
 import { Http2Transport } from "../transport/http2.js";
 import { serverTls } from "../transport/server-tls.js";
@@ -69,8 +71,11 @@ export type ReloadTrigger = "SIGHUP" | "watch";
 
 /** Bound addresses after {@link Gateway.listen}. */
 export interface GatewayAddresses {
+  /** 0 with `listen.enabled: false`. */
   apiPort: number;
   adminPort: number;
+  /** The decision listener's port (SPEC §23), 0 without a `decision` block. */
+  decisionPort: number;
 }
 
 /** A running gateway. */
@@ -86,7 +91,7 @@ export interface Gateway {
   upstreams(): Record<string, UpstreamSnapshot>;
   /** Hands buffered access lines to the log destination now (they otherwise go within 1 s). */
   flushAccessLog(): void;
-  /** Binds both listeners (`listen` and `admin` config); `adminPort` is 0 without the admin listener. */
+  /** Binds the listeners (`listen`, `decision.listen`, `admin`); a port is 0 for a listener not bound. */
   listen(): Promise<GatewayAddresses>;
   /**
    * Validates `file` and swaps the runtime atomically; on error the running config stays.
@@ -150,6 +155,9 @@ export function createGateway(loaded: LoadedConfig, options: GatewayOptions = {}
   const l = config.listen;
   const api = createApiListener(config, tls, h1, h2);
   const drain = new HttpDrain(api);
+  const decision =
+    config.decision === undefined ? null : createDecisionListener(config, new DecisionTransport(writerDeps));
+  const decisionDrain = decision === null ? null : new HttpDrain(decision);
   // Access lines are buffered (16 KiB, then sonic-boom's 4 KiB) so the hot path never writes
   // synchronously; flush at least once a second so a quiet gateway's lines still reach the log
   // pipeline promptly.
@@ -217,21 +225,21 @@ export function createGateway(loaded: LoadedConfig, options: GatewayOptions = {}
     async listen() {
       // A store that refuses the configuration (Redis `SELECT` of a missing database) stops the start.
       await runtime.limiter.started();
-      await listenOn(api, "api", l.port, l.host);
-      if (withAdmin) {
-        try {
-          await listenOn(admin, "admin", config.admin.port, config.admin.host);
-        } catch (err) {
-          // Never an API without its /healthz and /metrics: the caller stops the process.
-          await closeServer(api as Server);
-          throw err;
-        }
+      try {
+        if (l.enabled) await listenOn(api, "api", l.port, l.host);
+        const d = config.decision;
+        if (decision !== null) await listenOn(decision, "decision", d!.listen.port, d!.listen.host);
+        if (withAdmin) await listenOn(admin, "admin", config.admin.port, config.admin.host);
+      } catch (err) {
+        // Never one listener without the others (nor without /healthz and /metrics): the caller
+        // stops the process.
+        await Promise.all([closeServer(api as Server), decision === null ? null : closeServer(decision)]);
+        throw err;
       }
       probes?.start();
-      const addresses = {
-        apiPort: (api.address() as AddressInfo).port,
-        adminPort: withAdmin ? (admin.address() as AddressInfo).port : 0,
-      };
+      const portOf = (s: { address(): unknown; listening: boolean } | null): number =>
+        s !== null && s.listening ? (s.address() as AddressInfo).port : 0;
+      const addresses = { apiPort: portOf(api), adminPort: portOf(admin), decisionPort: portOf(decision) };
       logger.info({ ...addresses, routes: config.routes.length, configHash }, "gateway listening");
       logger.flush();
       return addresses;
@@ -258,7 +266,7 @@ export function createGateway(loaded: LoadedConfig, options: GatewayOptions = {}
     async close(graceMs = runtime.config.listen.grace_ms) {
       clearInterval(flushTimer);
       await probes?.stop();
-      await Promise.all([drain.drain(graceMs), closeServer(admin)]);
+      await Promise.all([drain.drain(graceMs), decisionDrain?.drain(graceMs), closeServer(admin)]);
       for (const old of retiring) await releaseRuntime(old, [runtime]);
       retiring.clear();
       await releaseRuntime(runtime);

@@ -20,6 +20,9 @@
  *       d round by round and driven open-loop (on Node 22 and later, the same as d)
  *   t1  d with tracing, sample_ratio 0.01      t100  d with tracing, sample_ratio 1.0
  *       (spans to an OTLP/HTTP collector stand-in on the load core; paired per round with d)
+ *   dd  d's configuration asked on its decision listener (SPEC §23) instead of proxied: wrk GETs
+ *       `/decide/v1/user` (Envoy's ext_authz convention), the gateway answers 200 with the headers,
+ *       nothing goes upstream; a cached token, one EVALSHA per decision; paired with d
  *
  * then the cache-churn runs (10k tokens and identities) and the cold-token runs (every token new):
  * opaque tokens introspected by oidc-provider, and JWTs from the same provider validated locally. Servers run on core 0; wrk and redis-server (which stands for its
@@ -316,6 +319,12 @@ async function main(): Promise<number> {
         keyPrefix: "bdm",
         nodeArgs: ["--concurrent-marking"],
       }),
+      dd: await tryGateway("dd-redis-decision", dir, upstream, {
+        tokensFile: warmTokens,
+        redisUrl: redis.url,
+        keyPrefix: "bdd",
+        decision: true,
+      }),
       t1: await tryGateway("t1-redis-tracing-0.01", dir, upstream, traced(0.01, "bt1")),
       t100: await tryGateway("t100-redis-tracing-1.0", dir, upstream, traced(1, "bt100")),
       u1: await tryGateway("u1-redis-unpinned", dir, upstream, {
@@ -484,6 +493,7 @@ async function main(): Promise<number> {
       "read",
       true,
     );
+    gwCell("dd", "gateway, Redis store, decision listener (nothing proxied)", false, "read", true);
     gwCell("t1", "gateway, Redis store, tracing sample_ratio 0.01", false, "read", true);
     gwCell("t100", "gateway, Redis store, tracing sample_ratio 1.0", false, "read", true);
     gwCell("u1", "gateway, Redis store, unpinned (both cores)", false, "read", true);

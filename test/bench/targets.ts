@@ -249,6 +249,12 @@ export interface GatewayVariant {
   workers?: number;
   /** `taskset -c` list of the gateway's process (default the server core; "0,1" unpins it). */
   core?: string;
+  /**
+   * A decision listener (SPEC §23) beside the API listener; the target's URL is then
+   * `<decision listener>/decide`, so `<url>/v1/user` asks about `GET /v1/user` as Envoy's
+   * `ext_authz` with `path_prefix: /decide` does.
+   */
+  decision?: boolean;
 }
 
 /** Limits no benchmark reaches: every call is admitted and counted. */
@@ -282,7 +288,7 @@ function plansConfig(): Record<string, unknown> {
 /** The gateway's YAML for a variant. */
 export function gatewayConfig(
   upstreamUrl: string,
-  ports: { apiPort: number; adminPort: number },
+  ports: { apiPort: number; adminPort: number; decisionPort?: number },
   v: GatewayVariant,
 ): Record<string, unknown> {
   const classes: Record<string, unknown> = {};
@@ -323,6 +329,9 @@ export function gatewayConfig(
         : { tls: { cert_file: v.tls.certFile, key_file: v.tls.keyFile }, http2: v.tls.http2 ?? true }),
     },
     ...(v.workers === undefined ? {} : { workers: v.workers }),
+    ...(ports.decisionPort === undefined
+      ? {}
+      : { decision: { listen: { host: "127.0.0.1", port: ports.decisionPort } } }),
     admin: { host: "127.0.0.1", port: ports.adminPort },
     upstreams: { api: { url: upstreamUrl, timeout_ms: 30_000 } },
     routes: [{ prefix: "/v1", upstream: "api" }],
@@ -379,9 +388,13 @@ export async function startGateway(
 ): Promise<GatewayTarget> {
   const main = v.main ?? GATEWAY_MAIN;
   if (!existsSync(main)) throw new Error(`${main} is missing: run \`npm run build\` first`);
-  const [apiPort, adminPort] = (await freePorts(2)) as [number, number];
+  const [apiPort, adminPort, decisionPort] = (await freePorts(v.decision ? 3 : 2)) as [
+    number,
+    number,
+    number?,
+  ];
   const file = path.join(dir, `${name}.yaml`);
-  writeFileSync(file, stringify(gatewayConfig(upstreamUrl, { apiPort, adminPort }, v)));
+  writeFileSync(file, stringify(gatewayConfig(upstreamUrl, { apiPort, adminPort, decisionPort }, v)));
   const child = spawnServer(
     name,
     v.node ?? process.execPath,
@@ -392,7 +405,10 @@ export async function startGateway(
   const adminUrl = `http://127.0.0.1:${adminPort}`;
   return {
     child,
-    url: `${v.tls === undefined ? "http" : "https"}://127.0.0.1:${apiPort}`,
+    url:
+      decisionPort !== undefined
+        ? `http://127.0.0.1:${decisionPort}/decide`
+        : `${v.tls === undefined ? "http" : "https"}://127.0.0.1:${apiPort}`,
     adminUrl,
     metrics: () => get(`${adminUrl}/metrics`).then((r) => r.body),
   };

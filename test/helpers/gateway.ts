@@ -21,6 +21,8 @@ export interface TestGateway {
   url: string;
   adminUrl: string;
   apiPort: number;
+  /** The decision listener's base URL (SPEC §23), "" without a `decision` block. */
+  decisionUrl: string;
   close(): Promise<void>;
 }
 
@@ -71,12 +73,13 @@ export async function startGateway(
     clock: options.clock,
     logger: options.logger ?? pino({ level: "silent" }),
   });
-  const { apiPort, adminPort } = await gateway.listen();
+  const { apiPort, adminPort, decisionPort } = await gateway.listen();
   return {
     gateway,
     apiPort,
     url: `http://127.0.0.1:${apiPort}`,
     adminUrl: `http://127.0.0.1:${adminPort}`,
+    decisionUrl: decisionPort === 0 ? "" : `http://127.0.0.1:${decisionPort}`,
     close: () => gateway.close(500),
   };
 }

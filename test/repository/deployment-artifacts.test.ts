@@ -248,6 +248,25 @@ describe("config/kubernetes", () => {
     expect(admitting(config.listen.port).some((r) => r.from === undefined)).toBe(true);
   });
 
+  it("keeps the decision port to the edge proxy's namespace (it trusts X-Forwarded-*/X-Original-*)", () => {
+    const policy = only("NetworkPolicy");
+    const decisionPort = containerPort("decision");
+    expect(decisionPort, "the Deployment names its decision port").toBe(8081);
+    const rules = (policy.spec.ingress ?? []).filter(
+      (r) => r.ports === undefined || r.ports.some((p) => containerPort(p.port) === decisionPort),
+    );
+    expect(rules.length).toBeGreaterThan(0);
+    for (const rule of rules) {
+      expect(rule.from, "a rule admitting the decision port must name its sources").toBeDefined();
+      for (const from of rule.from ?? []) {
+        expect(from.podSelector).toBeUndefined();
+        expect(from.namespaceSelector?.matchLabels).toEqual({
+          "kubernetes.io/metadata.name": "ingress-nginx",
+        });
+      }
+    }
+  });
+
   it("has a CPU HorizontalPodAutoscaler on the Deployment, its floor matching expected_replicas", () => {
     const hpa = only("HorizontalPodAutoscaler");
     expect(hpa.apiVersion).toBe("autoscaling/v2");

@@ -11,6 +11,8 @@ import type { ConfigFinding } from "./finding.js";
 import { closestKey, knownKeysAt } from "./key-paths.js";
 import { configHash } from "./named-files.js";
 import { interpolate, withLogLevel, type UnsetReference } from "./interpolate.js";
+import { configIssueMessage } from "./issue-messages.js";
+import type { ReceivedOverride } from "./primitives.js";
 import { gatewayConfigSchema, type GatewayConfig } from "./schema.js";
 import { laterCustomIssues, validSections } from "./sections.js";
 
@@ -146,7 +148,7 @@ export function parseConfig(
     message: `environment variable ${u.name} is not set`,
   }));
   const problems: Found[] = warnOnly ? [] : envFound;
-  const result = gatewayConfigSchema.safeParse(raw ?? {});
+  const result = gatewayConfigSchema.safeParse(raw ?? {}, { error: configIssueMessage });
   if (!result.success) {
     // A missing ${VAR} already explains the empty value the schema then rejects.
     const envPaths = new Set(problems.map((p) => p.path));
@@ -231,6 +233,11 @@ function toProblems(issue: z.core.$ZodIssue, raw: unknown): Found[] {
         message: `${issue.issues.map((i) => i.message).join("; ")}, received ${describeValue(String(key))}`,
       },
     ];
+  }
+  const override =
+    issue.code === "custom" ? (issue.params as Partial<ReceivedOverride> | undefined) : undefined;
+  if (override?.received !== undefined) {
+    return [{ path, segments, message: `${issue.message}, received ${describeValue(override.received)}` }];
   }
   const received = valueAt(raw, segments);
   const message =

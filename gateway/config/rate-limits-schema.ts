@@ -8,7 +8,7 @@
  */
 import { z } from "zod";
 import { parseUtcOffset, PERIODS } from "./calendar-periods.js";
-import { httpMethod, positiveInt } from "./primitives.js";
+import { durationMs, httpMethod, lruCapacity, positiveInt } from "./primitives.js";
 
 /** A sliding window (`window_s`, SPEC §4) or a calendar one (`period`, SPEC §19): exactly one. */
 const windowSchema = z
@@ -71,7 +71,7 @@ const redisSchema = z
     name: z.string().optional().describe("Sentinel master name."),
     password: z.string().optional().describe("Password for Cluster/Sentinel data nodes."),
     key_prefix: z.string().min(1).default("rl").describe("Prefix of every limiter key."),
-    command_timeout_ms: positiveInt
+    command_timeout_ms: durationMs
       .default(100)
       .describe("Time a limiter call may wait for Redis before failing over (ms)."),
   })
@@ -105,14 +105,14 @@ export const rateLimitsSchema = z
       .describe("Omit `redis` for the in-process memory store."),
     memory: z
       .strictObject({
-        max_keys: positiveInt.default(100_000).describe("Memory store: identities x classes kept (LRU)."),
+        max_keys: lruCapacity.default(100_000).describe("Memory store: identities x classes kept (LRU)."),
       })
       .prefault({}),
     failure_mode: z.enum(["open", "closed"]).default("open").describe("Behaviour while Redis fails."),
     expected_replicas: positiveInt.default(1).describe("Divides limits while failing open."),
     status_path: z
       .string()
-      .regex(/^\//)
+      .regex(/^\//, { error: "expected a path starting with / (or null)" })
       .nullable()
       .default("/rate_limit")
       .describe("Authenticated status endpoint; null disables it."),

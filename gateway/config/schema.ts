@@ -9,7 +9,7 @@
 import { z } from "zod";
 import { authSchema } from "./auth-schema.js";
 import { corsSchema } from "./cors-schema.js";
-import { nonNegativeInt, port, positiveInt } from "./primitives.js";
+import { durationMs, durationMsOrOff, nonNegativeInt, port, positiveInt } from "./primitives.js";
 import { rateLimitsSchema } from "./rate-limits-schema.js";
 import { routeSchema } from "./route-schema.js";
 import { reloadSchema } from "./reload-schema.js";
@@ -26,12 +26,12 @@ const listenerSchema = (defaultPort: number) =>
   });
 
 const listenSchema = listenerSchema(8080).extend({
-  grace_ms: positiveInt.default(10_000).describe("Shutdown: time in-flight requests have to finish (ms)."),
-  headers_timeout_ms: positiveInt.default(10_000).describe("Time a client has to send its headers (ms)."),
-  request_timeout_ms: nonNegativeInt
+  grace_ms: durationMs.default(10_000).describe("Shutdown: time in-flight requests have to finish (ms)."),
+  headers_timeout_ms: durationMs.default(10_000).describe("Time a client has to send its headers (ms)."),
+  request_timeout_ms: durationMsOrOff
     .default(300_000)
     .describe("Time a client has to send its whole request (ms); 0 disables."),
-  keep_alive_timeout_ms: positiveInt
+  keep_alive_timeout_ms: durationMs
     .default(5_000)
     .describe("Idle keep-alive client sockets close after (ms)."),
   max_header_bytes: positiveInt.default(16_384).describe("Largest request head accepted (bytes); 431 above."),

@@ -5,7 +5,7 @@
  */
 import { z } from "zod";
 import { urlPort } from "../base/url-port.js";
-import { httpUrl, nonNegativeInt, positiveInt } from "./primitives.js";
+import { durationMs, httpUrl, nonNegativeInt, positiveInt } from "./primitives.js";
 import { adaptiveConcurrencySchema } from "./shedding-schema.js";
 
 const endpointSchema = z.strictObject({
@@ -20,8 +20,8 @@ const healthCheckSchema = z.strictObject({
     .string()
     .min(1)
     .describe("Path probed with GET, under the endpoint's base path; must start with /."),
-  interval_ms: positiveInt.default(2_000).describe("Time between two probes of one endpoint (ms)."),
-  timeout_ms: positiveInt.default(1_000).describe("A probe fails without a 2xx/3xx answer within this (ms)."),
+  interval_ms: durationMs.default(2_000).describe("Time between two probes of one endpoint (ms)."),
+  timeout_ms: durationMs.default(1_000).describe("A probe fails without a 2xx/3xx answer within this (ms)."),
   healthy_threshold: positiveInt
     .default(2)
     .describe("Consecutive passing probes that make an endpoint available again."),
@@ -36,7 +36,7 @@ const outlierSchema = z.strictObject({
     .describe(
       "Consecutive failed calls (connect, reset, timeout, 502/503/504) that eject an endpoint; 0 turns it off.",
     ),
-  base_ejection_ms: positiveInt
+  base_ejection_ms: durationMs
     .default(30_000)
     .describe("The k-th ejection lasts k times this (ms), at most 300 s."),
   max_ejection_percent: z
@@ -69,12 +69,12 @@ export const upstreamSchema = z.strictObject({
     .describe("consistent_hash only: the key (identity by default, ip, or header:<name>)."),
   health_check: healthCheckSchema.optional().describe("Active probes of every endpoint; none without it."),
   outlier_detection: outlierSchema.prefault({}).describe("Passive ejection of endpoints whose calls fail."),
-  timeout_ms: positiveInt
+  timeout_ms: durationMs
     .default(30_000)
     .describe(
       "Time the upstream connection may stay silent (ms): before the response head 504, mid-body the client connection is reset.",
     ),
-  connect_timeout_ms: positiveInt
+  connect_timeout_ms: durationMs
     .default(5_000)
     .describe("Time to establish the TCP connection to the upstream (ms); 502 after."),
   max_sockets: positiveInt.default(256).describe("Keep-alive agent: sockets per endpoint."),
@@ -102,7 +102,7 @@ export const upstreamSchema = z.strictObject({
     })
     .prefault({})
     .describe("Envoy's retry budget: bounds the extra load retries put on a failing upstream."),
-  keep_alive_ms: positiveInt
+  keep_alive_ms: durationMs
     .default(4_000)
     .describe("Idle time before a pooled upstream socket is closed (ms); below the upstream's own."),
   tls: z

@@ -43,7 +43,7 @@ describe("plans and consumers: configuration errors name the key path", () => {
 
   it("identity_unknown_kind", () => {
     expect(problemsOf("identity_unknown_kind.yaml")).toEqual([
-      'rate_limits.identity: Invalid option: expected one of "subject"|"client", received "user" @11:13',
+      'rate_limits.identity: expected one of "subject", "client", received "user" @11:13',
     ]);
   });
 
@@ -77,7 +77,7 @@ describe("plans and consumers: configuration errors name the key path", () => {
       problems = (err as ConfigError).problems.map((p) => `${p.path}: ${p.message}`);
     }
     expect(problems).toEqual([
-      'rate_limits.classes.read.identity: Invalid option: expected one of "subject"|"client", received "user"',
+      'rate_limits.classes.read.identity: expected one of "subject", "client", received "user"',
       'rate_limits.plans["pro plan"]: expected a plan name (letters, digits, `_` and `-`; at most 64), received "pro plan"',
     ]);
   });

@@ -119,18 +119,26 @@ export const authSchema = z
       .describe("The brute-force guard on tokens no cache knows (SPEC §3)."),
   })
   .superRefine((auth, ctx) => {
-    const sources = (auth.introspection === undefined ? 0 : 1) + (auth.static === undefined ? 0 : 1);
-    if (sources > 1 || (sources === 0 && auth.jwt === undefined)) {
-      ctx.addIssue({
-        code: "custom",
-        message:
-          sources === 0
-            ? "expected a token source: `jwt` (JWT access tokens), `introspection` (an RFC 7662 endpoint) or `static` (a tokens file)"
-            : "expected one of `jwt`, `introspection` or `static`, or `jwt` beside one of the other two",
-        input: Object.keys(auth),
-      });
-    }
+    const message = authSourceProblem(auth);
+    if (message !== undefined) ctx.addIssue({ code: "custom", message, input: Object.keys(auth) });
   });
+
+/**
+ * `auth`'s own cross-field check, on the raw mapping too (`cross-checks.ts`): one token source,
+ * or `jwt` beside one.
+ * @returns the message, or undefined when the sources combine
+ */
+export function authSourceProblem(auth: {
+  jwt?: unknown;
+  introspection?: unknown;
+  static?: unknown;
+}): string | undefined {
+  const sources = (auth.introspection === undefined ? 0 : 1) + (auth.static === undefined ? 0 : 1);
+  if (sources === 1 || (sources === 0 && auth.jwt !== undefined)) return undefined;
+  return sources === 0
+    ? "expected a token source: `jwt` (JWT access tokens), `introspection` (an RFC 7662 endpoint) or `static` (a tokens file)"
+    : "expected one of `jwt`, `introspection` or `static`, or `jwt` beside one of the other two";
+}
 
 /** `auth.guard` (SPEC §3). */
 export type GuardConfig = z.output<typeof authSchema>["guard"];

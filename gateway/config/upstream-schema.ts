@@ -1,11 +1,12 @@
 /**
  * `upstreams.<name>` (SPEC §6, §16): one backend, reached at one URL (`url`) or spread over several
  * endpoints (`endpoints`), with its balancer, active health checks and passive outlier detection.
- * Cross-field checks are in {@link upstreamProblems}, reported with the schema's own errors.
+ * Cross-field checks are in {@link upstreamProblems}, run on the raw document beside the schema.
  */
 import { z } from "zod";
 import { urlPort } from "../base/url-port.js";
 import { durationMs, httpUrl, nonNegativeInt, positiveInt } from "./primitives.js";
+import { list, mapping, text, type CrossProblem } from "./loose.js";
 import { adaptiveConcurrencySchema } from "./shedding-schema.js";
 
 const endpointSchema = z.strictObject({
@@ -152,47 +153,75 @@ export function endpointName(url: string): string {
   return `${u.hostname}:${urlPort(u)}`;
 }
 
-/** A problem of one upstream, with its path below `upstreams.<name>`. */
-export interface UpstreamProblem {
-  path: (string | number)[];
-  message: string;
-}
-
-/** The cross-field problems of SPEC §16's validation list. */
-export function upstreamProblems(u: UpstreamConfig): UpstreamProblem[] {
-  const out: UpstreamProblem[] = [];
+/**
+ * The cross-field problems of SPEC §16's validation list, read from the raw entry (so they are
+ * reported beside any shape error of it): exactly one of `url` and `endpoints`, endpoints sharing
+ * one scheme and base path and none listed twice, `hash_on` with `consistent_hash`, the health
+ * check's path and timeout, the client certificate's pair.
+ * @param raw - `upstreams.<name>` as written (values the schema refused are skipped)
+ * @returns problems with their paths below `upstreams.<name>`
+ */
+export function upstreamProblems(raw: unknown): CrossProblem[] {
+  const u = mapping(raw);
+  if (u === undefined) return [];
+  const out: CrossProblem[] = [];
   if ((u.url === undefined) === (u.endpoints === undefined)) {
     out.push({ path: [], message: "expected exactly one of `url` and `endpoints`" });
   }
-  if (u.endpoints !== undefined) {
-    if (u.endpoints.length === 0)
-      out.push({ path: ["endpoints"], message: "expected at least one endpoint" });
-    const shapes = new Set(u.endpoints.map((e) => shapeOf(e.url)));
+  const endpoints = list(u.endpoints);
+  if (endpoints !== undefined) {
+    if (endpoints.length === 0) out.push({ path: ["endpoints"], message: "expected at least one endpoint" });
+    const urls = endpoints
+      .map((e) => text(mapping(e)?.url))
+      .filter((url): url is string => url !== undefined && isHttpUrl(url));
+    const shapes = new Set(urls.map(shapeOf));
     if (shapes.size > 1) {
       out.push({
         path: ["endpoints"],
         message: `every endpoint needs the same scheme and base path (found ${[...shapes].join(", ")})`,
       });
     }
-    const names = u.endpoints.map((e) => endpointName(e.url));
+    const names = urls.map(endpointName);
     const twice = names.find((n, i) => names.indexOf(n) !== i);
     if (twice !== undefined) out.push({ path: ["endpoints"], message: `endpoint ${twice} is listed twice` });
   }
-  if (u.hash_on !== undefined && u.balancer !== "consistent_hash") {
+  // A balancer the schema refused says nothing about whether `hash_on` fits it.
+  if (
+    u.hash_on !== undefined &&
+    ["round_robin", "least_request"].includes(String(u.balancer ?? "round_robin"))
+  ) {
     out.push({ path: ["hash_on"], message: "`hash_on` needs `balancer: consistent_hash`" });
   }
-  const h = u.health_check;
+  const h = mapping(u.health_check);
   if (h !== undefined) {
-    if (!h.path.startsWith("/"))
+    const probePath = text(h.path);
+    if (probePath !== undefined && !probePath.startsWith("/"))
       out.push({ path: ["health_check", "path"], message: "expected a path starting with /" });
-    if (h.timeout_ms > h.interval_ms) {
+    const [timeout, interval] = [h.timeout_ms ?? 1_000, h.interval_ms ?? 2_000];
+    if (
+      durationMs.safeParse(timeout).success &&
+      durationMs.safeParse(interval).success &&
+      timeout > interval
+    ) {
       out.push({
         path: ["health_check", "timeout_ms"],
-        message: `timeout_ms (${h.timeout_ms}) must not exceed interval_ms (${h.interval_ms})`,
+        message: `timeout_ms (${timeout}) must not exceed interval_ms (${interval})`,
       });
     }
   }
+  const t = mapping(u.tls);
+  if (t !== undefined && (t.cert_file === undefined) !== (t.key_file === undefined)) {
+    out.push({
+      path: ["tls", t.cert_file === undefined ? "cert_file" : "key_file"],
+      message: "`cert_file` and `key_file` go together",
+    });
+  }
   return out;
+}
+
+/** An http:// or https:// URL `new URL` takes (the schema reports any other). */
+function isHttpUrl(url: string): boolean {
+  return URL.canParse(url) && /^https?:$/.test(new URL(url).protocol);
 }
 
 /** `http: /base` of a URL: what every endpoint of one upstream must share. */

@@ -11,7 +11,7 @@ describe("load shedding configuration errors name the key path", () => {
   it("shedding_priority_unknown_plan_and_priority", () => {
     expect(problemsOf("shedding_priority_unknown_plan_and_priority.yaml")).toEqual([
       'load_shedding.priorities.pro: expected one of "critical", "default", "sheddable", received "urgent" @14:55',
-      'load_shedding.priorities.gold: unknown plan "gold" (known: free, pro), received "critical" @14:40',
+      'load_shedding.priorities.gold: unknown plan "gold" (known: free, pro) @14:34',
     ]);
   });
 

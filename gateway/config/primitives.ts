@@ -98,7 +98,7 @@ export interface ReceivedOverride {
  * sent (the gateway authenticates to nothing by URL) yet would be printed by `GET /upstreams` and
  * `gateway check`, so it is refused, and the message masks it.
  */
-export const httpUrl = z.string().check((ctx) => {
+export const httpUrl = z.string({ error: "expected an http:// or https:// URL" }).check((ctx) => {
   const url = URL.canParse(ctx.value) ? new URL(ctx.value) : undefined;
   if (url === undefined || !/^https?:$/.test(url.protocol)) {
     ctx.issues.push({

@@ -43,5 +43,5 @@ describe("gateway check", () => {
         .sort(),
     );
     expect(new Set(lines).size).toBe(lines.length);
-  });
+  }, 60_000);
 });

@@ -61,12 +61,8 @@ function configFile(name: string, redisUrl: string, calendar: boolean): string {
 
 describe("gateway check --connect", () => {
   it("warns, naming the address, about a Redis that persists nothing under calendar windows; exit 0", async () => {
-    const r = await runGateway([
-      "check",
-      "--connect",
-      "--config",
-      configFile("volatile", volatile.url, true),
-    ]);
+    const file = configFile("volatile", volatile.url, true);
+    const r = await runGateway(["check", "--connect", "--config", file], { timeoutMs: 45_000 });
     expect(r.status).toBe(0);
     const line = r.stdout.split("\n").find((l) => l.includes(`redis ${volatile.url}`));
     expect(line).toBe(
@@ -75,19 +71,28 @@ describe("gateway check --connect", () => {
         "`appendonly no`): its restart would restart every period's count; configure `save` or " +
         `\`appendonly yes\` (${volatile.url})`,
     );
-  }, 30_000);
+  }, 100_000);
 
   it("says ok for a Redis with a save point, and asks nothing without calendar windows", async () => {
-    const [withSave, sliding] = await Promise.all([
-      runGateway(["check", "--connect", "--config", configFile("saving", saving.url, true)]),
-      runGateway(["check", "--connect", "--config", configFile("sliding", volatile.url, false)]),
-    ]);
+    // One after the other: each is a whole `gateway` process, on a machine other tests load too.
+    const withSave = await runGateway(
+      ["check", "--connect", "--config", configFile("saving", saving.url, true)],
+      {
+        timeoutMs: 45_000,
+      },
+    );
+    const sliding = await runGateway(
+      ["check", "--connect", "--config", configFile("sliding", volatile.url, false)],
+      {
+        timeoutMs: 45_000,
+      },
+    );
     expect(withSave.stdout).toContain(
       `  ok   redis ${saving.url}: connected, PING answered PONG, CONFIG GET save "3600 1", appendonly no\n`,
     );
     expect(sliding.stdout).toContain(`  ok   redis ${volatile.url}: connected, PING answered PONG\n`);
     expect(`${withSave.stdout}${sliding.stdout}`).not.toContain("warning");
-  }, 30_000);
+  }, 100_000);
 });
 
 describe("the start-up log", () => {

@@ -26,13 +26,17 @@
  *   command timeouts. Under traffic the calls themselves are the check and no ping is sent.
  *
  * Calls counted in memory during an outage are not copied to Redis: the shared windows resume with
- * what Redis holds.
+ * what Redis holds. A spent quota stays spent (SPEC §19): a calendar window's count in memory starts
+ * from the last count Redis gave this replica for the caller in the current period
+ * (`spent-quotas.ts`), so a caller seen over a monthly limit stays refused until the month ends.
  */
 import type { Logger } from "pino";
 import { systemClock, type Clock } from "../base/clock.js";
 import type { GatewayMetrics } from "../observability/metrics.js";
 import type { RequestTrace } from "../observability/tracing/request-trace.js";
 import { LimitStoreError, type Decision, type Limiter, type LimitPolicy } from "./limiter.js";
+import type { MemoryStore } from "./memory-store.js";
+import { SpentQuotas } from "./spent-quotas.js";
 import type { StoreFailureReason } from "./store-failure.js";
 
 /** The policy the probe consumes against: one tiny key that expires after 2 s. */
@@ -48,7 +52,12 @@ export interface FailoverOptions {
   /** The shared store (Redis). */
   primary: Limiter;
   /** The local store used while failing open; built with `limitDivisor: expected_replicas`. */
-  fallback: Limiter;
+  fallback: MemoryStore;
+  /**
+   * The calendar counts seen in the shared store's replies, from which the fallback counts on
+   * (SPEC §19); built with the fallback's `maxKeys` and `limitDivisor`. @default a new one
+   */
+  spentQuotas?: SpentQuotas;
   failureMode: "open" | "closed";
   /** Times calls and outages (`monotonicMs`); the system clock by default. */
   clock?: Clock;
@@ -71,7 +80,8 @@ export interface FailoverOptions {
 /** The failover {@link Limiter}. */
 export class FailoverLimiter implements Limiter {
   private readonly primary: Limiter;
-  private readonly fallback: Limiter;
+  private readonly fallback: MemoryStore;
+  private readonly spent: SpentQuotas;
   private readonly open: boolean;
   private readonly metrics: FailoverOptions["metrics"];
   private readonly logger: Logger;
@@ -94,6 +104,7 @@ export class FailoverLimiter implements Limiter {
     this.clock = o.clock ?? systemClock;
     this.primary = o.primary;
     this.fallback = o.fallback;
+    this.spent = o.spentQuotas ?? new SpentQuotas();
     this.open = o.failureMode === "open";
     this.metrics = o.metrics;
     this.logger = o.logger;
@@ -147,6 +158,7 @@ export class FailoverLimiter implements Limiter {
         : this.primary.peek(key, policy, trace));
       this.duration.observe((this.clock.monotonicMs() - started) / 1000);
       this.answered = true;
+      this.spent.record(key, policy, d);
       return d;
     } catch (err) {
       this.duration.observe((this.clock.monotonicMs() - started) / 1000);
@@ -163,6 +175,7 @@ export class FailoverLimiter implements Limiter {
         : new LimitStoreError("rate-limit store unavailable", { cause });
     }
     this.degradedCalls++;
+    this.spent.seed(key, policy, this.fallback, this.clock.nowMs());
     const d = await (count ? this.fallback.consume(key, policy) : this.fallback.peek(key, policy));
     return { ...d, degraded: true };
   }

@@ -66,6 +66,12 @@ export interface Decision {
   nowMs: number;
   /** True when the decision came from the fallback memory store during a store outage. */
   degraded: boolean;
+  /**
+   * Redis store only, for a policy with calendar windows: `[index, count, index, count, ...]`, each
+   * calendar window's index in `policy.windows` and the calls counted in its current period after
+   * this call; what a replica goes on counting from while failing open (SPEC §19).
+   */
+  calendarCounts?: readonly number[];
 }
 
 /** Thrown (as a rejection) by a store that cannot answer; the failover wrapper catches it. */

@@ -70,6 +70,28 @@ export class MemoryStore implements Limiter {
     return this.states.size;
   }
 
+  /**
+   * Raises a calendar window's count for the period that starts at `startMs` to at least `count`
+   * (the failover's spent quotas, SPEC §19); a state of an earlier period is replaced. Counts are
+   * against this store's (divided) limit.
+   * @param windowIndex - a calendar window of `policy`
+   */
+  raiseCalendarCount(
+    identityKey: string,
+    policy: LimitPolicy,
+    windowIndex: number,
+    startMs: number,
+    count: number,
+  ): void {
+    const key = windowKey("", identityKey, policy, windowIndex);
+    const state = this.states.get(key) as CounterState | undefined;
+    if (state === undefined || state.startMs !== startMs) {
+      this.states.set(key, { startMs, prev: 0, curr: count });
+    } else if (state.curr < count) {
+      state.curr = count;
+    }
+  }
+
   /** Synchronous decision; `count` false reports without counting. */
   decide(identityKey: string, policy: LimitPolicy, count: boolean): Decision {
     const nowMs = this.clock.nowMs();

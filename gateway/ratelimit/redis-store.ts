@@ -240,15 +240,16 @@ export class RedisStore implements Limiter {
 }
 
 /**
- * @param reply - the script's `{ allowed, limit, remaining, reset_at_ms, now_ms, window_index }`
+ * @param reply - the script's `{ allowed, limit, remaining, reset_at_ms, now_ms, window_index }`,
+ *   then `index, count` per calendar window (`lua/reply.lua`)
  * @throws LimitStoreError when the reply has another shape
  */
 function toDecision(reply: unknown): Decision {
-  if (!Array.isArray(reply) || reply.length !== 6 || !allNumbers(reply)) {
+  if (!Array.isArray(reply) || reply.length < 6 || reply.length % 2 !== 0 || !allNumbers(reply)) {
     throw new LimitStoreError(`redis: unexpected script reply ${JSON.stringify(reply)}`);
   }
   const [allowed, limit, remaining, resetAtMs, nowMs, windowIndex] = reply as number[];
-  return {
+  const d: Decision = {
     allowed: allowed === 1,
     windowIndex: windowIndex!,
     limit: limit!,
@@ -257,6 +258,7 @@ function toDecision(reply: unknown): Decision {
     nowMs: nowMs!,
     degraded: false,
   };
+  return reply.length === 6 ? d : { ...d, calendarCounts: (reply as number[]).slice(6) };
 }
 
 function allNumbers(values: unknown[]): boolean {

@@ -8,7 +8,9 @@ Expects the script's locals: n (windows), allowed, count, fits[i], rems[i], rese
 and ARGV[2i+1] = limit of window i.
 Reply: { allowed (1|0), limit, remaining, reset_at_ms, now_ms, window_index } of the reported
 window (window_index counts from 0, as Decision.windowIndex does); when peeking, remaining is what
-is left now, not after one more call.
+is left now, not after one more call. Then, for each calendar window (calendar.lua's cal[i]), two
+more: its index (from 0) and the calls counted in its current period after this call, which a
+replica keeps to go on counting from while Redis fails (SPEC §19, ratelimit/spent-quotas.ts).
 ]]
 local best = 0
 for i = 1, n do
@@ -26,4 +28,12 @@ end
 local limit = tonumber(ARGV[2 * best + 1])
 local remaining = rems[best]
 if allowed and not count then remaining = math.min(limit, remaining + 1) end
-return { allowed and 1 or 0, limit, remaining, resets[best], now, best - 1 }
+local reply = { allowed and 1 or 0, limit, remaining, resets[best], now, best - 1 }
+for i = 1, n do
+  local w = cal[i]
+  if w then
+    reply[#reply + 1] = i - 1
+    reply[#reply + 1] = (allowed and count) and w[2] + 1 or w[2]
+  end
+end
+return reply

@@ -247,10 +247,10 @@ function toProblems(issue: z.core.$ZodIssue, raw: unknown): Found[] {
     issue.code === "custom"
       ? (issue.params as Partial<ReceivedOverride & { atKey: true }> | undefined)
       : undefined;
+  // A key that is itself the problem quotes no value; a masked value replaces what was received.
   if (params?.atKey) return [{ path, segments, atKey: true, message: issue.message }];
-  const override = params;
-  if (override?.received !== undefined) {
-    return [{ path, segments, message: `${issue.message}, received ${describeValue(override.received)}` }];
+  if (params?.received !== undefined) {
+    return [{ path, segments, message: `${issue.message}, received ${describeValue(params.received)}` }];
   }
   const received = valueAt(raw, segments);
   const message =

@@ -21,12 +21,19 @@ import {
   type ChildSpanSpec,
   type RequestTrace,
 } from "../observability/tracing/request-trace.js";
-import { LimitStoreError, type Decision, type Limiter, type LimitPolicy } from "./limiter.js";
+import {
+  LimitStoreError,
+  type BudgetKeys,
+  type CountMode,
+  type Decision,
+  type Limiter,
+  type LimitPolicy,
+} from "./limiter.js";
 import { Redis } from "ioredis";
 import { connectTimeoutMs, openRedis, type RedisClient } from "./redis-connection.js";
 import { RedisLink } from "./redis-link.js";
 import { ReplyWatch } from "./reply-watch.js";
-import { windowKey, windowSuffixes } from "./storage-keys.js";
+import { callIndexes, callKey, flatWindows, windowKey, windowSuffixes } from "./storage-keys.js";
 
 /**
  * A script registered with `defineCommand` (variable key count: `numKeys` first). ioredis flattens
@@ -35,8 +42,10 @@ import { windowKey, windowSuffixes } from "./storage-keys.js";
 type ScriptCommand = (
   numKeys: number,
   keys: readonly string[],
-  count: "1" | "0",
+  mode: "1" | "0" | "2",
   nonce: string,
+  cost: number,
+  units: number,
   windowArgs: readonly (number | string)[],
 ) => Promise<unknown>;
 
@@ -48,10 +57,17 @@ interface ScriptCommands {
 
 /** Per-policy argument plan, built once per policy object. */
 interface Plan {
-  /** Key tails per window ({@link windowSuffixes}). */
+  /** Key tails per window of the identity ({@link windowSuffixes}). */
   keySuffixes: readonly string[];
-  /** `limit, windowMs` pairs (ARGV[3..]); a calendar window's second is {@link windowArg}'s. */
+  /**
+   * `limit, windowMs` pairs (ARGV[5..]) of the identity's windows; a calendar window's second is
+   * {@link windowArg}'s.
+   */
   windowArgs: (number | string)[];
+  /** The same pairs for every flat window (own, then budgets': SPEC §22). */
+  flatArgs: (number | string)[];
+  /** Units a call spends (ARGV[3]). */
+  cost: number;
   script: keyof ScriptCommands;
   /** sliding_log: each counted call carries a nonce. */
   log: boolean;
@@ -77,7 +93,7 @@ function luaSource(name: string): string {
 }
 
 /**
- * A window's ARGV[2i+2]: a sliding window's length (ms), or a calendar window's
+ * A window's ARGV[2i+4]: a sliding window's length (ms), or a calendar window's
  * `<period>:<offset minutes>` (`month:540`), which `lua/calendar.lua` reads.
  */
 function windowArg(w: LimitPolicy["windows"][number]): number | string {
@@ -133,16 +149,39 @@ export class RedisStore implements Limiter {
    * @throws LimitStoreError (as a rejection) naming what failed: no reply `command_timeout_ms`
    *   after the write, or the connection's own error (refused, DNS, TLS, authentication, database)
    */
-  consume(key: string, policy: LimitPolicy, trace: RequestTrace | null = null): Promise<Decision> {
-    return traced(childSpan(trace, REDIS_SPAN), this.run(key, policy, true));
+  consume(
+    key: string,
+    policy: LimitPolicy,
+    trace: RequestTrace | null = null,
+    budgets: BudgetKeys | null = null,
+  ): Promise<Decision> {
+    return traced(childSpan(trace, REDIS_SPAN), this.run(key, policy, "count", budgets, 0));
   }
 
   /**
    * @param trace - as for {@link consume}
    * @throws LimitStoreError (as a rejection) as for {@link consume}
    */
-  peek(key: string, policy: LimitPolicy, trace: RequestTrace | null = null): Promise<Decision> {
-    return traced(childSpan(trace, REDIS_SPAN), this.run(key, policy, false));
+  peek(
+    key: string,
+    policy: LimitPolicy,
+    trace: RequestTrace | null = null,
+    budgets: BudgetKeys | null = null,
+  ): Promise<Decision> {
+    return traced(childSpan(trace, REDIS_SPAN), this.run(key, policy, "peek", budgets, 0));
+  }
+
+  /**
+   * The charge of an answer (SPEC §22): one EVALSHA adding `units` to every window of the call.
+   * @throws LimitStoreError (as a rejection) as for {@link consume}
+   */
+  charge(
+    key: string,
+    policy: LimitPolicy,
+    units: number,
+    budgets: BudgetKeys | null = null,
+  ): Promise<Decision> {
+    return this.run(key, policy, "charge", budgets, units);
   }
 
   /**
@@ -178,9 +217,18 @@ export class RedisStore implements Limiter {
   /**
    * Redis key of one window ({@link windowKey}): `<key_prefix>:{<identityKey>}:<class>:<window_s>`,
    * plus `:log` for sliding_log. The hash tag puts every key of an identity in one Cluster slot.
+   * @param windowIndex - a flat index (own windows, then budgets': `flatWindows`)
+   * @param budgets - the call's budgets (SPEC §22): then the key is {@link callKey}'s
    */
-  keyOf(identityKey: string, policy: LimitPolicy, windowIndex: number): string {
-    return windowKey(this.prefix, identityKey, policy, windowIndex);
+  keyOf(
+    identityKey: string,
+    policy: LimitPolicy,
+    windowIndex: number,
+    budgets: BudgetKeys | null = null,
+  ): string {
+    return budgets === null
+      ? windowKey(this.prefix, identityKey, policy, windowIndex)
+      : callKey(this.prefix, identityKey, policy, budgets, windowIndex);
   }
 
   private plan(policy: LimitPolicy): Plan {
@@ -189,6 +237,8 @@ export class RedisStore implements Limiter {
       plan = {
         keySuffixes: windowSuffixes(policy),
         windowArgs: policy.windows.flatMap((w) => [w.limit, windowArg(w)]),
+        flatArgs: flatWindows(policy).windows.flatMap((w) => [w.limit, windowArg(w)]),
+        cost: policy.cost ?? 1,
         script: policy.algorithm === "sliding_log" ? "rlSlidingLog" : "rlSlidingWindow",
         log: policy.algorithm === "sliding_log",
       };
@@ -197,24 +247,46 @@ export class RedisStore implements Limiter {
     return plan;
   }
 
-  private async run(key: string, policy: LimitPolicy, count: boolean): Promise<Decision> {
-    const { keySuffixes, windowArgs, script, log } = this.plan(policy);
-    const base = `${this.prefix}{${key}}`;
+  private async run(
+    key: string,
+    policy: LimitPolicy,
+    mode: CountMode,
+    budgets: BudgetKeys | null,
+    units: number,
+  ): Promise<Decision> {
+    const plan = this.plan(policy);
+    const { keySuffixes, script, log } = plan;
+    let windowArgs = plan.windowArgs;
     const keys: string[] = [];
-    for (const suffix of keySuffixes) keys.push(base + suffix);
-    const nonce = log && count ? this.nonceTag + (this.seq++).toString(36) : "";
-    const flag = count ? "1" : "0";
+    // A call that belongs to a budget (SPEC §22): its flat windows, tagged by the first budget.
+    const indexes = budgets === null ? null : callIndexes(policy, budgets);
+    if (indexes === null || indexes.length === keySuffixes.length) {
+      const base = `${this.prefix}{${key}}`;
+      for (const suffix of keySuffixes) keys.push(base + suffix);
+    } else {
+      windowArgs = indexes.length === plan.flatArgs.length / 2 ? plan.flatArgs : [];
+      for (const i of indexes) {
+        keys.push(callKey(this.prefix, key, policy, budgets, i));
+        if (windowArgs !== plan.flatArgs) windowArgs.push(plan.flatArgs[2 * i]!, plan.flatArgs[2 * i + 1]!);
+      }
+    }
+    const nonce = log && mode !== "peek" ? this.nonceTag + (this.seq++).toString(36) : "";
+    const flag = mode === "count" ? "1" : mode === "peek" ? "0" : "2";
     // No offline queue: a connection that failed fails the call at once, one being set up is
     // waited for, never past the command timeout.
     if (this.client.status !== "ready") await this.link.usable();
     let reply: unknown;
     try {
       this.batchTurn();
-      reply = await this.watch.track(this.scripts[script](keys.length, keys, flag, nonce, windowArgs));
+      reply = await this.watch.track(
+        this.scripts[script](keys.length, keys, flag, nonce, plan.cost, units, windowArgs),
+      );
     } catch (err) {
       throw this.link.failure(err);
     }
-    return toDecision(reply);
+    const d = toDecision(reply);
+    if (indexes !== null) d.windowIndex = indexes[d.windowIndex]!;
+    return d;
   }
 
   /**

@@ -35,13 +35,17 @@ function countingStore(storeClock: ManualClock): Limiter & { calls: number; stor
   return {
     calls: 0,
     store,
-    consume(k, p) {
+    consume(k, p, _t, b) {
       this.calls++;
-      return store.consume(k, p);
+      return store.consume(k, p, null, b);
     },
-    peek(k, p) {
+    peek(k, p, _t, b) {
       this.calls++;
-      return store.peek(k, p);
+      return store.peek(k, p, null, b);
+    },
+    charge(k, p, units, b) {
+      this.calls++;
+      return store.charge(k, p, units, b);
     },
     close: () => store.close(),
   };
@@ -158,6 +162,7 @@ function slowStore(remoteStartMs: number, replyMs: number) {
       return d;
     },
     peek: (k, p) => store.peek(k, p),
+    charge: (k, p, units) => store.charge(k, p, units),
     close: () => store.close(),
   };
   const cache = new RejectionCache({
@@ -242,6 +247,7 @@ describe("what is never answered locally", () => {
     const inner: Limiter = {
       consume: () => (calls++, Promise.resolve(degraded)),
       peek: () => (calls++, Promise.resolve(degraded)),
+      charge: () => (calls++, Promise.resolve(degraded)),
       close: () => Promise.resolve(),
     };
     const cache = new RejectionCache({

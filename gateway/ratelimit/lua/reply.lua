@@ -4,11 +4,12 @@ reply: the common tail of every limiter script, appended to it when the script i
 gateway/ratelimit/sliding.ts: when admitted, the window with the fewest remaining calls (ties: the
 later reset); when rejected, the non-fitting window that frees capacity last.
 
-Expects the script's locals: n (windows), allowed, count, fits[i], rems[i], resets[i], now (ms),
-and ARGV[2i+1] = limit of window i.
+Expects the script's locals: n (windows), allowed (true for a charge), fits[i], rems[i] (units
+left after the call when counting, else now), resets[i], now (ms), and ARGV[2i+3] = limit of
+window i.
 Reply: { allowed (1|0), limit, remaining, reset_at_ms, now_ms, window_index } of the reported
-window (window_index counts from 0, as Decision.windowIndex does); when peeking, remaining is what
-is left now, not after one more call.
+window (window_index counts from 0 over the windows of this call; the store maps it to the
+policy's flat index); when peeking or charging, remaining is what is left now.
 ]]
 local best = 0
 for i = 1, n do
@@ -23,7 +24,4 @@ for i = 1, n do
   end
 end
 
-local limit = tonumber(ARGV[2 * best + 1])
-local remaining = rems[best]
-if allowed and not count then remaining = math.min(limit, remaining + 1) end
-return { allowed and 1 or 0, limit, remaining, resets[best], now, best - 1 }
+return { allowed and 1 or 0, tonumber(ARGV[2 * best + 3]), rems[best], resets[best], now, best - 1 }

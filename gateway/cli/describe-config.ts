@@ -38,7 +38,8 @@ function describePlans(config: GatewayConfig): string[] {
     ].filter((x) => x !== undefined);
     lines.push(`  ${name}${notes.length > 0 ? ` (${notes.join(", ")})` : ""}`);
     for (const [cls, c] of Object.entries(rl.classes)) {
-      const own = overrides[cls];
+      const entry = overrides[cls];
+      const own = entry === undefined || Array.isArray(entry) ? entry : entry.windows;
       lines.push(
         `    ${cls.padEnd(12)} ${windowsText(own ?? c.windows).padEnd(20)} ${own === undefined ? "(class)" : "(plan)"}`,
       );

@@ -1,6 +1,7 @@
 /**
- * The `rate_limits` section (SPEC §4, §7, §10, §19): store, classes, the anonymous class, and whose
- * budget a call spends: `identity`, `plan_claim`, `default_plan`, `plans` and `consumers`.
+ * The `rate_limits` section (SPEC §4, §7, §10, §19, §22): store, classes (with their shared
+ * `budgets`, `cost` and `charge`), the anonymous class, and whose budget a call spends: `identity`,
+ * `plan_claim`, `default_plan`, `plans` and `consumers`.
  *
  * Cross-field checks of the section (an unknown default class or plan, a plan naming an unknown
  * class) live in {@link rateLimitsSchema}'s `superRefine`, so they are reported with their key
@@ -41,6 +42,42 @@ const identitySchema = z
     "subject: sub, else client_id, else username (one budget per user); client: client_id, else sub, else username (one budget per OAuth client).",
   );
 
+/** A budget shared by the callers whose token carries one claim value (SPEC §22). */
+const budgetSchema = z.strictObject({
+  key: z
+    .string()
+    .regex(/^claim:[^\s:{}]+$/, {
+      error: "expected `claim:<name>`: the token claim whose value the budget is shared by",
+    })
+    .describe("`claim:<name>`: callers whose token has the same value of that claim share the budget."),
+  windows: windowsSchema,
+});
+
+/** A class's (or a plan entry's) shared budgets. */
+const budgetsSchema = z
+  .array(budgetSchema)
+  .describe("Shared budgets (e.g. per organisation) a call counts in besides its own windows.");
+
+const planEntryObject = z.strictObject({ windows: windowsSchema, budgets: budgetsSchema.optional() });
+
+/** A plan's entry for a class, as parsed. */
+type PlanEntry = z.output<typeof windowsSchema> | z.output<typeof planEntryObject>;
+
+/**
+ * A plan's entry for a class: its windows, or `{ windows, budgets }` (SPEC §10, §22). Parsed by
+ * the shape it has (a list or a mapping), so a bad window is reported at its own key path
+ * (`rate_limits.plans.pro.read[1].period`) rather than as a failed union.
+ */
+const planEntrySchema = z.unknown().transform((v, ctx): PlanEntry => {
+  const r = (Array.isArray(v) ? windowsSchema : planEntryObject).safeParse(v);
+  if (r.success) return r.data;
+  for (const issue of r.error.issues) ctx.addIssue({ ...issue, input: issue.input } as never);
+  return z.NEVER;
+});
+
+/** An HTTP field name (RFC 9110 §5.1 token). */
+const fieldName = z.string().regex(/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/, { error: "expected a header name" });
+
 const classSchema = z.strictObject({
   match: z
     .strictObject({
@@ -61,6 +98,15 @@ const classSchema = z.strictObject({
   identity: identitySchema
     .optional()
     .describe("Whose budget this class spends; `rate_limits.identity` when absent."),
+  budgets: budgetsSchema.optional(),
+  cost: positiveInt.default(1).describe("Units a call spends in every window it counts in."),
+  charge: z
+    .strictObject({
+      header: fieldName.describe("Upstream answer header whose integer value is charged, then removed."),
+      max: positiveInt.describe("Largest charge one answer may make (larger values are capped)."),
+    })
+    .optional()
+    .describe("More units, reported by the upstream's answer; never refused."),
 });
 
 const redisSchema = z
@@ -153,9 +199,11 @@ export const rateLimitsSchema = z
         "Plan of callers with no consumers entry and no usable claim; none (the classes' windows) when absent.",
       ),
     plans: z
-      .record(planName, z.record(z.string(), windowsSchema))
+      .record(planName, z.record(z.string(), planEntrySchema))
       .default({})
-      .describe("Per plan, per class: windows that replace the class's windows."),
+      .describe(
+        "Per plan, per class: windows that replace the class's windows, or `{ windows, budgets }` replacing its budgets too.",
+      ),
     consumers: z
       .array(consumerSchema)
       .default([])
@@ -203,6 +251,28 @@ export const rateLimitsSchema = z
         }
       }
     }
+    for (const [cls, c] of Object.entries(rl.classes)) {
+      checkBudgets(ctx, ["classes", cls, "budgets"], c.budgets);
+      checkCost(ctx, ["classes", cls, "windows"], c.windows, c.cost);
+      c.budgets?.forEach((b, i) =>
+        checkCost(ctx, ["classes", cls, "budgets", i, "windows"], b.windows, c.cost),
+      );
+    }
+    for (const [plan, overrides] of Object.entries(rl.plans)) {
+      for (const [cls, entry] of Object.entries(overrides)) {
+        const cost = rl.classes[cls]?.cost;
+        if (cost === undefined) continue;
+        if (Array.isArray(entry)) {
+          checkCost(ctx, ["plans", plan, cls], entry, cost);
+          continue;
+        }
+        checkCost(ctx, ["plans", plan, cls, "windows"], entry.windows, cost);
+        checkBudgets(ctx, ["plans", plan, cls, "budgets"], entry.budgets);
+        entry.budgets?.forEach((b, i) =>
+          checkCost(ctx, ["plans", plan, cls, "budgets", i, "windows"], b.windows, cost),
+        );
+      }
+    }
     if (rl.default_plan !== undefined && !plans.includes(rl.default_plan)) {
       ctx.addIssue({ code: "custom", path: ["default_plan"], message: unknownPlan(rl.default_plan) });
     }
@@ -219,3 +289,40 @@ export const rateLimitsSchema = z
       }
     });
   });
+
+type Issues = z.core.$RefinementCtx;
+type Path = (string | number)[];
+
+/** Two budgets of one class (or plan entry) with the same key would count one level twice. */
+function checkBudgets(ctx: Issues, path: Path, budgets: readonly { key: string }[] | undefined): void {
+  if (!Array.isArray(budgets)) return;
+  const seen = new Map<string, number>();
+  budgets.forEach((b, i) => {
+    const first = seen.get(b.key);
+    if (first === undefined) seen.set(b.key, i);
+    else {
+      ctx.addIssue({
+        code: "custom",
+        path: [...path, i, "key"],
+        message: `"${b.key}" is already the key of budget [${first}]`,
+        input: b.key,
+      });
+    }
+  });
+}
+
+/** A call costing more than a window's limit could never be admitted (SPEC §22). */
+function checkCost(ctx: Issues, path: Path, windows: readonly { limit: number }[], cost: number): void {
+  if (!Array.isArray(windows)) return;
+  windows.forEach((w, i) => {
+    // A limit refused by its own schema is reported there, once.
+    if (Number.isInteger(w?.limit) && w.limit > 0 && cost > w.limit) {
+      ctx.addIssue({
+        code: "custom",
+        path: [...path, i, "limit"],
+        message: `${w.limit} is below the class's cost ${cost}: no call could ever be admitted`,
+        input: w.limit,
+      });
+    }
+  });
+}

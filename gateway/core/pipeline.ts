@@ -26,6 +26,7 @@ import { errorOutcome, PREFLIGHT, type Outcome } from "./outcome.js";
 import { clientIp } from "../proxy/forwarded-headers.js";
 import { hashKeyOf } from "../proxy/hash-key.js";
 import { prepareUpstreamRequest } from "./upstream-request.js";
+import { budgetKeysOf } from "../ratelimit/budgets.js";
 import { identityOf, ipKey } from "../ratelimit/identity.js";
 import type { Decision } from "../ratelimit/limiter.js";
 import type { PlanPolicies, ResolvedPolicy } from "../ratelimit/policy.js";
@@ -99,6 +100,7 @@ export class Pipeline {
     const policy = plan.byClass.get(className)!;
     const identity = identityOf(info, policy.identity, scope.tokenHash);
     scope.identity = identity.value;
+    scope.budgets = budgetKeysOf(info, policy);
     // Counted once per authenticated call, whatever follows (429, 503, /rate_limit included).
     const scoped = route === null || hasScopes(info, route.scopes);
     this.hot.authResult(scoped ? "valid" : "insufficient_scope");

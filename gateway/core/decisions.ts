@@ -65,6 +65,9 @@ export class Decisions {
           ? "shadow_limited"
           : "limited";
     this.hot.decision(policy.className, policy.plan ?? "none", outcome);
+    // SPEC §22: units of classes that cost more than one or charge (nothing for the others).
+    if (decision.allowed && (policy.cost > 1 || policy.charge !== null))
+      this.hot.unitsSpent(policy.className, "cost", policy.cost);
   }
 
   /** A decision on the scope (and its headers), not counted in the metric. */

@@ -100,6 +100,7 @@ export class Pipeline {
     const policy = plan.byClass.get(className)!;
     const identity = identityOf(info, policy.identity, scope.tokenHash);
     scope.identity = identity.value;
+    scope.identityKey = identity.key;
     scope.budgets = budgetKeysOf(info, policy);
     // Counted once per authenticated call, whatever follows (429, 503, /rate_limit included).
     const scoped = route === null || hasScopes(info, route.scopes);

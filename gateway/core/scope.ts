@@ -40,6 +40,8 @@ export class RequestScope implements FinishedRequest {
   policy: ResolvedPolicy | null = null;
   /** The identity's value as logged (`sub`, `client_id`, ...), or "". */
   identity = "";
+  /** The identity with its kind, as the stores key it (`sub:alice`), or "". */
+  identityKey = "";
   /** SHA-256 hex of the bearer token (the cache key), or "". */
   tokenHash = "";
   /** The shared budgets the call belongs to (SPEC §22), or null (none configured, anonymous). */

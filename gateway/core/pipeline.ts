@@ -245,7 +245,14 @@ export class Pipeline {
     let decisions: Decision[];
     try {
       decisions = await Promise.all(
-        entries.map((p) => limiter.peek(identityOf(info, p.identity, scope.tokenHash).key, p, scope.trace)),
+        entries.map((p) =>
+          limiter.peek(
+            identityOf(info, p.identity, scope.tokenHash).key,
+            p,
+            scope.trace,
+            budgetKeysOf(info, p),
+          ),
+        ),
       );
     } catch (err) {
       this.logger.debug({ err, reqId: scope.requestId }, "limit store call failed");

@@ -5,7 +5,7 @@
  */
 import type { TokenInfo } from "../base/token-info.js";
 import type { GatewayConfig } from "../config/schema.js";
-import type { BudgetKeys, LimitPolicy } from "./limiter.js";
+import type { BudgetKeys, LevelStatus, LimitPolicy } from "./limiter.js";
 import { flatWindows } from "./storage-keys.js";
 
 /**
@@ -53,4 +53,46 @@ export function budgetClaimsOf(config: GatewayConfig): string[] {
 export function levelName(policy: LimitPolicy, windowIndex: number): string {
   const level = flatWindows(policy).levels[windowIndex] ?? 0;
   return level === 0 ? "identity" : policy.budgets![level - 1]!.key;
+}
+
+/**
+ * Each budget level's reported window (SPEC §3's rule within the level: the fewest units left,
+ * ties to the later reset), from a peek's per-window state.
+ * @param indexes - the flat indexes the call counted in (`callIndexes`), in call order
+ * @param limits - per call window, its limit (divided while failing open)
+ * @param remaining - per call window, the units left now
+ * @param resets - per call window, its reset (epoch ms)
+ */
+export function levelStatuses(
+  policy: LimitPolicy,
+  budgets: BudgetKeys,
+  indexes: readonly number[],
+  limits: readonly number[],
+  remaining: readonly number[],
+  resets: readonly number[],
+): LevelStatus[] {
+  const levels = flatWindows(policy).levels;
+  const out: LevelStatus[] = [];
+  for (let i = 0; i < indexes.length; i++) {
+    const level = levels[indexes[i]!]!;
+    if (level === 0) continue;
+    const last = out[out.length - 1];
+    if (last === undefined || last.index !== level - 1) {
+      out.push({
+        budget: budgets[level - 1]!,
+        index: level - 1,
+        limit: limits[i]!,
+        remaining: remaining[i]!,
+        resetAtMs: resets[i]!,
+      });
+    } else if (
+      remaining[i]! < last.remaining ||
+      (remaining[i] === last.remaining && resets[i]! > last.resetAtMs)
+    ) {
+      last.limit = limits[i]!;
+      last.remaining = remaining[i]!;
+      last.resetAtMs = resets[i]!;
+    }
+  }
+  return out;
 }

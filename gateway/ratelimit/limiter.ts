@@ -99,6 +99,23 @@ export interface Decision {
   nowMs: number;
   /** True when the decision came from the fallback memory store during a store outage. */
   degraded: boolean;
+  /**
+   * A peek's report per budget the call belongs to (SPEC §22, `GET /rate_limit`), in
+   * `policy.budgets` order; absent otherwise.
+   */
+  levels?: readonly LevelStatus[];
+}
+
+/** One budget level's window closest to exhaustion, as a peek read it (SPEC §22). */
+export interface LevelStatus {
+  /** The budget's storage identity, `claim:org_id:acme`. */
+  budget: string;
+  /** Index of the budget in `policy.budgets`. */
+  index: number;
+  limit: number;
+  /** Units left now. */
+  remaining: number;
+  resetAtMs: number;
 }
 
 /** Thrown (as a rejection) by a store that cannot answer; the failover wrapper catches it. */

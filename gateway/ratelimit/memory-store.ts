@@ -8,6 +8,7 @@
 import { LRUCache } from "lru-cache";
 import type { Clock } from "../base/clock.js";
 import { calendarVerdict, type PeriodBounds } from "./calendar.js";
+import { levelStatuses } from "./budgets.js";
 import { callIndexes, callKey, flatWindows } from "./storage-keys.js";
 import type { BudgetKeys, CountMode, Decision, Limiter, LimitPolicy } from "./limiter.js";
 import {
@@ -180,7 +181,7 @@ export class MemoryStore implements Limiter {
     found.fill(EMPTY_LOG); // hold no state past the call
     const r = pickReported(verdicts, allowed);
     const v = verdicts[r]!;
-    return {
+    const d: Decision = {
       allowed,
       windowIndex: indexes[r]!,
       limit: Math.ceil(flat.windows[indexes[r]!]!.limit / this.divisor),
@@ -189,6 +190,22 @@ export class MemoryStore implements Limiter {
       nowMs,
       degraded: false,
     };
+    // A peek with budgets reports each level too (SPEC §22, GET /rate_limit).
+    if (mode === false || mode === "peek") {
+      if (budgets !== null) {
+        const limits = indexes.map((i) => Math.ceil(flat.windows[i]!.limit / this.divisor));
+        const rems = verdicts.map((x) => x.remaining);
+        d.levels = levelStatuses(
+          policy,
+          budgets,
+          indexes,
+          limits,
+          rems,
+          verdicts.map((x) => x.resetAtMs),
+        );
+      }
+    }
+    return d;
   }
 }
 

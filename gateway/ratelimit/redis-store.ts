@@ -33,6 +33,7 @@ import { Redis } from "ioredis";
 import { connectTimeoutMs, openRedis, type RedisClient } from "./redis-connection.js";
 import { RedisLink } from "./redis-link.js";
 import { ReplyWatch } from "./reply-watch.js";
+import { levelStatuses } from "./budgets.js";
 import { callIndexes, callKey, flatWindows, windowKey, windowSuffixes } from "./storage-keys.js";
 
 /**
@@ -168,7 +169,9 @@ export class RedisStore implements Limiter {
     trace: RequestTrace | null = null,
     budgets: BudgetKeys | null = null,
   ): Promise<Decision> {
-    return traced(childSpan(trace, REDIS_SPAN), this.run(key, policy, "peek", budgets, 0));
+    // With budgets, the reply carries every window's state: the status of each level.
+    const every = budgets === null ? 0 : 1;
+    return traced(childSpan(trace, REDIS_SPAN), this.run(key, policy, "peek", budgets, every));
   }
 
   /**
@@ -284,8 +287,15 @@ export class RedisStore implements Limiter {
     } catch (err) {
       throw this.link.failure(err);
     }
-    const d = toDecision(reply);
+    const d = toDecision(reply, mode === "peek" && units === 1 ? 6 + 2 * keys.length : 6);
     if (indexes !== null) d.windowIndex = indexes[d.windowIndex]!;
+    if (indexes !== null && budgets !== null && mode === "peek") {
+      const r = reply as number[];
+      const limits = indexes.map((_, i) => Number(windowArgs[2 * i]));
+      const rems = indexes.map((_, i) => r[6 + 2 * i]!);
+      const resets = indexes.map((_, i) => r[7 + 2 * i]!);
+      d.levels = levelStatuses(policy, budgets, indexes, limits, rems, resets);
+    }
     return d;
   }
 
@@ -313,10 +323,12 @@ export class RedisStore implements Limiter {
 
 /**
  * @param reply - the script's `{ allowed, limit, remaining, reset_at_ms, now_ms, window_index }`
+ *   (then, for a peek that asked for them, every window's remaining and reset)
+ * @param length - the reply's expected length
  * @throws LimitStoreError when the reply has another shape
  */
-function toDecision(reply: unknown): Decision {
-  if (!Array.isArray(reply) || reply.length !== 6 || !allNumbers(reply)) {
+function toDecision(reply: unknown, length: number): Decision {
+  if (!Array.isArray(reply) || reply.length !== length || !allNumbers(reply)) {
     throw new LimitStoreError(`redis: unexpected script reply ${JSON.stringify(reply)}`);
   }
   const [allowed, limit, remaining, resetAtMs, nowMs, windowIndex] = reply as number[];

@@ -117,27 +117,31 @@ export class RejectionCache implements Limiter {
     if (policy.mode === "shadow") return this.inner.consume(identityKey, policy, trace, budgets);
     const id = entryId(identityKey, policy, budgets);
     const e = this.entries.get(id);
-    if (e === undefined || e.policy !== policy) return this.ask(id, identityKey, policy, true, trace, budgets);
+    if (e === undefined || e.policy !== policy)
+      return this.ask(id, identityKey, policy, true, trace, budgets);
     const local = this.answer(e);
     if (local === null) return this.probe(id, identityKey, policy, trace, budgets);
     this.counted(policy.className);
     return Promise.resolve(local);
   }
 
-  /** As {@link consume}, without counting: an exhausted state reads the same either way. */
+  /**
+   * As {@link consume}, without counting: an exhausted state reads the same either way. A peek
+   * with budgets goes to the store (its per-level report is not remembered).
+   */
   peek(
     identityKey: string,
     policy: LimitPolicy,
     trace: RequestTrace | null = null,
     budgets: BudgetKeys | null = null,
   ): Promise<Decision> {
-    if (policy.mode === "shadow") return this.inner.peek(identityKey, policy, trace, budgets);
+    // With budgets a peek reports every level (GET /rate_limit): the store's answer, always.
+    if (policy.mode === "shadow" || budgets !== null)
+      return this.inner.peek(identityKey, policy, trace, budgets);
     const id = entryId(identityKey, policy, budgets);
     const e = this.entries.get(id);
     const local = e === undefined || e.policy !== policy ? null : this.answer(e);
-    return local === null
-      ? this.ask(id, identityKey, policy, false, trace, budgets)
-      : Promise.resolve(local);
+    return local === null ? this.ask(id, identityKey, policy, false, trace, budgets) : Promise.resolve(local);
   }
 
   /**

@@ -104,6 +104,8 @@ const pick = (d: Decision) => ({
   limit: d.limit,
   remaining: d.remaining,
   resetAtMs: d.resetAtMs,
+  // A peek's report per budget level (GET /rate_limit).
+  levels: d.levels ?? null,
 });
 
 let run = 0;

@@ -7,6 +7,7 @@
  *   exactly the organisation's budget, each user within their own windows; the refusals say which
  *   level bound (`RateLimit-Policy` naming `"read-org_id"`, `limited_by` in the access line);
  * - a user of another organisation and a token without the claim are not refused by it;
+ * - `GET /rate_limit` lists, per class, the budgets the caller belongs to;
  * - a class of `cost` 5 spends 5 units a call: Remaining counts units, and a call refused for lack
  *   of units reports what is left (more than 0);
  * - a refused caller answered locally (the rejection cache) never refuses another user of the
@@ -132,6 +133,33 @@ describe("an organisation's budget over two replicas on one Redis", () => {
     expect(eve.headers["ratelimit-policy"]).toBe('"read";q=20;w=3600');
     // The exhausted organisation's users are still refused, on either replica.
     expect((await call(b, "ann-token")).status).toBe(429);
+  });
+
+  it("GET /rate_limit reports each budget the caller belongs to, with its claim value", async () => {
+    const status = async (gw: TestGateway, token: string) => {
+      const r = await call(gw, token, "/rate_limit");
+      expect(r.status).toBe(200);
+      return (JSON.parse(r.body) as { resources: Record<string, { budgets?: unknown[] }> }).resources;
+    };
+    const ann = await status(b, "ann-token");
+    expect(ann.read!.budgets).toEqual([
+      { key: "claim:org_id", value: "acme", limit: ORG, remaining: 0, reset: expect.any(Number), used: ORG },
+    ]);
+    // A class without budgets has none; a numeric claim is reported as text.
+    expect(ann.search!.budgets).toBeUndefined();
+    const dan = await status(a, "dan-token");
+    expect(dan.read!.budgets).toEqual([
+      {
+        key: "claim:org_id",
+        value: "42",
+        limit: ORG,
+        remaining: ORG - 1,
+        reset: expect.any(Number),
+        used: 1,
+      },
+    ]);
+    // Without the claim, the caller belongs to no budget.
+    expect((await status(a, "eve-token")).read!.budgets).toEqual([]);
   });
 
   it("a call of cost 5 spends 5 units; a refusal for lack of units reports the units left", async () => {

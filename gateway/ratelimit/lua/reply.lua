@@ -9,7 +9,8 @@ left after the call when counting, else now), resets[i], now (ms), and ARGV[2i+3
 window i.
 Reply: { allowed (1|0), limit, remaining, reset_at_ms, now_ms, window_index } of the reported
 window (window_index counts from 0 over the windows of this call; the store maps it to the
-policy's flat index); when peeking or charging, remaining is what is left now.
+policy's flat index); when peeking or charging, remaining is what is left now. A peek with
+ARGV[4] == "1" appends remaining, reset_at_ms of every window i = 1..n (per-budget status, SPEC §22).
 ]]
 local best = 0
 for i = 1, n do
@@ -24,4 +25,13 @@ for i = 1, n do
   end
 end
 
-return { allowed and 1 or 0, tonumber(ARGV[2 * best + 3]), rems[best], resets[best], now, best - 1 }
+local reply = { allowed and 1 or 0, tonumber(ARGV[2 * best + 3]), rems[best], resets[best], now, best - 1 }
+-- A peek asked for every window (ARGV[4] == "1": GET /rate_limit with budgets, SPEC §22): then
+-- each window's remaining and reset follow, in KEYS order.
+if not count and not charging and ARGV[4] == '1' then
+  for i = 1, n do
+    reply[#reply + 1] = rems[i]
+    reply[#reply + 1] = resets[i]
+  end
+end
+return reply

@@ -17,7 +17,8 @@ ARGV[1]       "1": count the call if every window has ARGV[3] units left; "0": p
 ARGV[2]       nonce: a random tag per store instance (48 bits) + a per-instance call counter; short,
               because it is stored once per admitted unit
 ARGV[3]       cost: units a call spends (SPEC §22; 1 without `cost`)
-ARGV[4]       units of a charge ("0" unless ARGV[1] is "2")
+ARGV[4]       units of a charge when ARGV[1] is "2"; a peek's "1" asks for every window's state
+              in the reply (reply.lua)
 ARGV[2i+3]    limit of window i (units)
 ARGV[2i+4]    length W of window i (ms), or "<period>:<offset minutes>" for a calendar window
               (its key, verdict and count: calendar.lua)

@@ -11,7 +11,6 @@
  */
 import { randomBytes } from "node:crypto";
 import type { Writable } from "node:stream";
-import { readFileSync } from "node:fs";
 import { ATTR_DB_SYSTEM_NAME } from "@opentelemetry/semantic-conventions";
 import type { Logger } from "pino";
 import type { RedisConfig } from "../config/schema.js";
@@ -21,85 +20,20 @@ import {
   type ChildSpanSpec,
   type RequestTrace,
 } from "../observability/tracing/request-trace.js";
-import {
-  LimitStoreError,
-  type BudgetKeys,
-  type CountMode,
-  type Decision,
-  type Limiter,
-  type LimitPolicy,
-} from "./limiter.js";
+import { type BudgetKeys, type CountMode, type Decision, type Limiter, type LimitPolicy } from "./limiter.js";
 import { Redis } from "ioredis";
 import { connectTimeoutMs, openRedis, type RedisClient } from "./redis-connection.js";
 import { RedisLink } from "./redis-link.js";
 import { ReplyWatch } from "./reply-watch.js";
 import { levelStatuses } from "./budgets.js";
+import { luaSource, toDecision, windowArg, type ScriptCommands, type ScriptPlan } from "./lua-scripts.js";
 import { callIndexes, callKey, flatWindows, windowKey, windowSuffixes } from "./storage-keys.js";
-
-/**
- * A script registered with `defineCommand` (variable key count: `numKeys` first). ioredis flattens
- * array arguments one level (its `Command` constructor), so keys and window pairs go as arrays.
- */
-type ScriptCommand = (
-  numKeys: number,
-  keys: readonly string[],
-  mode: "1" | "0" | "2",
-  nonce: string,
-  cost: number,
-  units: number,
-  windowArgs: readonly (number | string)[],
-) => Promise<unknown>;
-
-/** The commands {@link RedisStore} defines on its client. */
-interface ScriptCommands {
-  rlSlidingWindow: ScriptCommand;
-  rlSlidingLog: ScriptCommand;
-}
-
-/** Per-policy argument plan, built once per policy object. */
-interface Plan {
-  /** Key tails per window of the identity ({@link windowSuffixes}). */
-  keySuffixes: readonly string[];
-  /**
-   * `limit, windowMs` pairs (ARGV[5..]) of the identity's windows; a calendar window's second is
-   * {@link windowArg}'s.
-   */
-  windowArgs: (number | string)[];
-  /** The same pairs for every flat window (own, then budgets': SPEC §22). */
-  flatArgs: (number | string)[];
-  /** Units a call spends (ARGV[3]). */
-  cost: number;
-  script: keyof ScriptCommands;
-  /** sliding_log: each counted call carries a nonce. */
-  log: boolean;
-}
 
 /** The span of a counting call (SPEC §13; `db.system.name`, OpenTelemetry database conventions). */
 const REDIS_SPAN: ChildSpanSpec = Object.freeze({
   name: "ratelimit.redis",
   attributes: Object.freeze({ [ATTR_DB_SYSTEM_NAME]: "redis" }),
 });
-
-/** Reads `lua/<name>.lua` next to this module (the build copies them to `dist/`). */
-function readLua(name: string): string {
-  return readFileSync(new URL(`./lua/${name}.lua`, import.meta.url), "utf8");
-}
-
-/**
- * A limiter script as one chunk: the shared head (`lua/prologue.lua`: now, count, n), the calendar
- * windows (`lua/calendar.lua`), its own body, then the shared reply (`lua/reply.lua`).
- */
-function luaSource(name: string): string {
-  return `${readLua("prologue")}\n${readLua("calendar")}\n${readLua(name)}\n${readLua("reply")}`;
-}
-
-/**
- * A window's ARGV[2i+4]: a sliding window's length (ms), or a calendar window's
- * `<period>:<offset minutes>` (`month:540`), which `lua/calendar.lua` reads.
- */
-function windowArg(w: LimitPolicy["windows"][number]): number | string {
-  return w.period === undefined ? w.windowS * 1000 : `${w.period}:${w.offsetMs / 60_000}`;
-}
 
 /** Options of {@link RedisStore}. */
 export interface RedisStoreOptions {
@@ -115,7 +49,7 @@ export class RedisStore implements Limiter {
   readonly client: RedisClient;
   private readonly scripts: ScriptCommands;
   private readonly prefix: string;
-  private readonly plans = new WeakMap<LimitPolicy, Plan>();
+  private readonly plans = new WeakMap<LimitPolicy, ScriptPlan>();
   /** Random per-store tag + counter: sliding_log members unique across calls and gateways. */
   private readonly nonceTag = randomBytes(6).toString("base64url");
   private seq = 0;
@@ -234,7 +168,7 @@ export class RedisStore implements Limiter {
       : callKey(this.prefix, identityKey, policy, budgets, windowIndex);
   }
 
-  private plan(policy: LimitPolicy): Plan {
+  private plan(policy: LimitPolicy): ScriptPlan {
     let plan = this.plans.get(policy);
     if (plan === undefined) {
       plan = {
@@ -319,31 +253,4 @@ export class RedisStore implements Limiter {
     }
     setImmediate(this.flush);
   }
-}
-
-/**
- * @param reply - the script's `{ allowed, limit, remaining, reset_at_ms, now_ms, window_index }`
- *   (then, for a peek that asked for them, every window's remaining and reset)
- * @param length - the reply's expected length
- * @throws LimitStoreError when the reply has another shape
- */
-function toDecision(reply: unknown, length: number): Decision {
-  if (!Array.isArray(reply) || reply.length !== length || !allNumbers(reply)) {
-    throw new LimitStoreError(`redis: unexpected script reply ${JSON.stringify(reply)}`);
-  }
-  const [allowed, limit, remaining, resetAtMs, nowMs, windowIndex] = reply as number[];
-  return {
-    allowed: allowed === 1,
-    windowIndex: windowIndex!,
-    limit: limit!,
-    remaining: remaining!,
-    resetAtMs: resetAtMs!,
-    nowMs: nowMs!,
-    degraded: false,
-  };
-}
-
-function allNumbers(values: unknown[]): boolean {
-  for (let i = 0; i < values.length; i++) if (typeof values[i] !== "number") return false;
-  return true;
 }

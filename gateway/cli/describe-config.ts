@@ -72,6 +72,12 @@ export function describeConfig(config: GatewayConfig, env: NodeJS.ProcessEnv = p
       `  ${name.padEnd(12)} ${windowsText(c.windows).padEnd(20)} ${c.algorithm}${c.mode === "shadow" ? " (shadow)" : ""}` +
         `  per ${identity}  match: ${match}`,
     );
+    // SPEC §22: shared budgets, and what a call spends.
+    for (const b of c.budgets ?? []) lines.push(`    + ${b.key} ${windowsText(b.windows)}`);
+    if (c.cost > 1 || c.charge !== undefined) {
+      const charge = c.charge === undefined ? "" : ` + ${c.charge.header} (max ${c.charge.max})`;
+      lines.push(`    units per call: ${c.cost}${charge}`);
+    }
   }
   const anon = windowsText(config.rate_limits.anonymous.windows);
   lines.push(`  ${"anonymous".padEnd(12)} ${anon.padEnd(20)} per client IP`);

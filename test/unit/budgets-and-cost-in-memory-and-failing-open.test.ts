@@ -7,6 +7,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { ManualClock } from "../../gateway/base/clock.js";
+import { describeConfig } from "../../gateway/cli/describe-config.js";
 import { gatewayConfigSchema } from "../../gateway/config/schema.js";
 import { levelName } from "../../gateway/ratelimit/budgets.js";
 import { FailoverLimiter } from "../../gateway/ratelimit/failover.js";
@@ -193,5 +194,26 @@ describe("configuration (SPEC §22 validation names the key path)", () => {
     expect(problems({ read: { windows: w(10) } }, { pro: { read: { windows: w(0) } } })).toEqual([
       "rate_limits.plans.pro.read.windows.0.limit: expected a positive integer",
     ]);
+  });
+
+  it("`gateway check` lists a class's budgets and the units a call spends", () => {
+    const config = gatewayConfigSchema.parse({
+      upstreams: { u: { url: "http://127.0.0.1:1" } },
+      routes: [{ prefix: "/", upstream: "u" }],
+      auth: { static: { tokens_file: "unused.yaml" } },
+      rate_limits: {
+        classes: {
+          search: {
+            windows: w(300),
+            cost: 5,
+            charge: { header: "X-Usage-Units", max: 1000 },
+            budgets: [{ key: "claim:org_id", windows: [...w(600), { limit: 100000, period: "month" }] }],
+          },
+        },
+      },
+    });
+    const text = describeConfig(config);
+    expect(text).toContain("    + claim:org_id 600/60s + 100000/month\n");
+    expect(text).toContain("    units per call: 5 + X-Usage-Units (max 1000)\n");
   });
 });

@@ -112,7 +112,7 @@ export class MemoryStore implements Limiter {
     const cost = policy.cost ?? 1;
     const nowMs = this.clock.nowMs();
     const flat = flatWindows(policy);
-    const indexes = callIndexes(policy, budgets);
+    const indexes = callIndexes(policy, budgets, flat);
     const log = policy.algorithm === "sliding_log";
     const verdicts = this.verdicts;
     const found = this.found;
@@ -127,7 +127,7 @@ export class MemoryStore implements Limiter {
     for (let i = 0; i < n; i++) {
       const w = flat.windows[indexes[i]!]!;
       const limit = Math.ceil(w.limit / this.divisor);
-      const key = callKey("", identityKey, policy, budgets, indexes[i]!);
+      const key = callKey("", identityKey, policy, budgets, indexes[i]!, flat);
       keys[i] = key;
       // A calendar window is a counter whatever the class's algorithm (calendar.ts).
       const isLog = log && w.period === undefined;

@@ -111,9 +111,13 @@ export function flatWindows(policy: LimitPolicy): FlatWindows {
 /**
  * The flat indexes one call counts in: its own windows, and those of every budget it belongs to.
  * @param budgets - per budget, its storage identity or null (SPEC §22); null without budgets
+ * @param f - `flatWindows(policy)`, when the caller has it
  */
-export function callIndexes(policy: LimitPolicy, budgets: BudgetKeys | null | undefined): readonly number[] {
-  const f = flatWindows(policy);
+export function callIndexes(
+  policy: LimitPolicy,
+  budgets: BudgetKeys | null | undefined,
+  f: FlatWindows = flatWindows(policy),
+): readonly number[] {
   if (budgets === null || budgets === undefined) return f.own;
   let present = 0;
   for (const b of budgets) if (b !== null) present++;
@@ -127,6 +131,7 @@ export function callIndexes(policy: LimitPolicy, budgets: BudgetKeys | null | un
  * budget the call belongs to, else by the identity.
  * @param prefix - store prefix including its separator (`rl:` for Redis, `""` in memory)
  * @param budgets - per budget, its storage identity or null; null without budgets
+ * @param f - `flatWindows(policy)`, when the caller has it
  */
 export function callKey(
   prefix: string,
@@ -134,8 +139,8 @@ export function callKey(
   policy: LimitPolicy,
   budgets: BudgetKeys | null | undefined,
   index: number,
+  f: FlatWindows = flatWindows(policy),
 ): string {
-  const f = flatWindows(policy);
   const tag = budgets === null || budgets === undefined ? null : firstBudget(budgets);
   if (tag === null) return `${prefix}{${identityKey}}${f.suffixes[index]!}`;
   const level = f.levels[index]!;

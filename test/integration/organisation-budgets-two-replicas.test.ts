@@ -8,6 +8,7 @@
  *   level bound (`RateLimit-Policy` naming `"read-org_id"`, `limited_by` in the access line);
  * - a user of another organisation and a token without the claim are not refused by it;
  * - `GET /rate_limit` lists, per class, the budgets the caller belongs to;
+ * - an answer's charge is counted in Redis before its head goes out, and the other replica sees it;
  * - a class of `cost` 5 spends 5 units a call: Remaining counts units, and a call refused for lack
  *   of units reports what is left (more than 0);
  * - a refused caller answered locally (the rejection cache) never refuses another user of the
@@ -57,6 +58,12 @@ function config(): Record<string, unknown> {
           windows: [{ limit: 12, window_s: 3600 }],
           cost: 5,
         },
+        export: {
+          match: { paths: ["/v1/export"] },
+          windows: [{ limit: 100, window_s: 3600 }],
+          budgets: [{ key: "claim:org_id", windows: [{ limit: 1000, period: "day" }] }],
+          charge: { header: "X-Usage-Units", max: 500 },
+        },
         cached: {
           match: { paths: ["/v1/cached"] },
           algorithm: "sliding_log",
@@ -76,7 +83,11 @@ function config(): Record<string, unknown> {
 }
 
 beforeAll(async () => {
-  upstream = await listen((_req, res) => res.end("ok"));
+  upstream = await listen((req, res) => {
+    const units = new URL(req.url!, "http://x").searchParams.get("units");
+    if (units !== null) res.setHeader("X-Usage-Units", units);
+    res.end("ok");
+  });
   redis = await RedisServer.start();
   dir = mkdtempSync(path.join(tmpdir(), "gw-orgs-"));
   writeFileSync(path.join(dir, "tokens.yaml"), stringify(TOKENS));
@@ -186,5 +197,19 @@ describe("an organisation's budget over two replicas on one Redis", () => {
     expect(hal.headers["x-ratelimit-limit"]).toBe("3");
     // A colleague's own window untouched: a different class of the same organisation still admits.
     expect((await call(a, "hal-token")).status).toBe(200);
+  });
+
+  it("an answer's charge is counted in Redis before its head is relayed, seen by the other replica", async () => {
+    const charged = await call(a, "fay-token", "/v1/export?units=60");
+    expect(charged.status).toBe(200);
+    expect(charged.headers["x-usage-units"]).toBeUndefined();
+    // 1 for the call, 60 charged: the caller's own window is the closest to exhaustion.
+    expect(charged.headers["x-ratelimit-remaining"]).toBe(String(100 - 1 - 60));
+    // The other replica reads the same counters: past the limit after a charge of 45 more...
+    const past = await call(b, "fay-token", "/v1/export?units=45");
+    expect(past.status).toBe(200);
+    expect(past.headers["x-ratelimit-remaining"]).toBe("0");
+    // ...so the next call, on either replica, is refused until the window frees.
+    expect((await call(a, "fay-token", "/v1/export")).status).toBe(429);
   });
 });

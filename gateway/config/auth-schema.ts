@@ -4,7 +4,7 @@
  */
 import { z } from "zod";
 import { durationMs, httpUrl, lruCapacity, nonNegativeInt, positiveInt, timerSeconds } from "./primitives.js";
-import { windowsSchema } from "./rate-limits-schema.js";
+import { windowsSchema } from "./windows-schema.js";
 
 /** Authorization schemes `auth.schemes` may list. */
 export const AUTH_SCHEMES = ["Bearer", "token"] as const;

@@ -9,7 +9,8 @@
 import { authSourceProblem } from "./auth-schema.js";
 import { listenerProblems } from "./decision-schema.js";
 import { at, list, mapping, names, text, type CrossProblem } from "./loose.js";
-import { redisProblems, windowProblem } from "./rate-limits-schema.js";
+import { redisProblems } from "./rate-limits-schema.js";
+import { windowProblem } from "./windows-schema.js";
 import { rateLimitProblems } from "./rate-limits-references.js";
 import { sheddingProblems } from "./shedding-schema.js";
 import { upstreamProblems } from "./upstream-schema.js";

@@ -1,45 +1,24 @@
 /**
- * The `rate_limits` section (SPEC §4, §7, §10, §19): store, classes, the anonymous class, and whose
- * budget a call spends: `identity`, `plan_claim`, `default_plan`, `plans` and `consumers`.
+ * The `rate_limits` section (SPEC §4, §7, §10, §19, §22): store, classes (with their shared
+ * `budgets`, `cost` and `charge`), the anonymous class, and whose budget a call spends: `identity`,
+ * `plan_claim`, `default_plan`, `plans` and `consumers`.
  *
  * Cross-field checks of the section (an unknown default class or plan, a plan naming an unknown
  * class) are `rate-limits-references.ts`, run on the raw document, so they are reported with their
- * key paths beside any shape error.
+ * key paths beside any shape error; the budgets' and costs' checks (SPEC §22) stay in
+ * {@link rateLimitsSchema}'s `superRefine`.
  */
 import { z } from "zod";
-import { parseUtcOffset, PERIODS } from "./calendar-periods.js";
+import { parseUtcOffset } from "./calendar-periods.js";
 import type { CrossProblem } from "./loose.js";
 import { durationMs, httpMethod, lruCapacity, positiveInt } from "./primitives.js";
-
-/** A sliding window (`window_s`, SPEC §4) or a calendar one (`period`, SPEC §19): exactly one. */
-const windowSchema = z
-  .strictObject({
-    limit: positiveInt.describe("Requests admitted per window."),
-    window_s: positiveInt.optional().describe("Sliding window length (s); or `period`."),
-    period: z
-      .enum(PERIODS)
-      .optional()
-      .describe(
-        "Calendar period: minute, hour, day, week (from Monday) or month (from the 1st), starting at 00:00 of `rate_limits.quota_utc_offset`; or `window_s`.",
-      ),
-  })
-  .superRefine((w, ctx) => {
-    const message = windowProblem(w);
-    if (message !== undefined) ctx.addIssue({ code: "custom", message });
-  });
-
-/**
- * A window's own cross-field check, on the raw window too (`cross-checks.ts`): exactly one of
- * `window_s` and `period`.
- * @returns the message, or undefined when the window has exactly one
- */
-export function windowProblem(w: { window_s?: unknown; period?: unknown }): string | undefined {
-  if ((w.window_s === undefined) !== (w.period === undefined)) return undefined;
-  return `expected exactly one of \`window_s\` (sliding) and \`period\` (calendar), received ${w.window_s === undefined ? "neither" : "both"}`;
-}
-
-/** One or more windows (a class, the anonymous class, `auth.guard`). */
-export const windowsSchema = z.array(windowSchema).min(1, { error: "expected at least one window" });
+import {
+  budgetsSchema,
+  chargeSchema,
+  checkBudgetsAndCosts,
+  planEntrySchema,
+  windowsSchema,
+} from "./windows-schema.js";
 
 /** Whose budget a call spends (SPEC §10). */
 const identitySchema = z
@@ -68,6 +47,9 @@ const classSchema = z.strictObject({
   identity: identitySchema
     .optional()
     .describe("Whose budget this class spends; `rate_limits.identity` when absent."),
+  budgets: budgetsSchema.optional(),
+  cost: positiveInt.default(1).describe("Units a call spends in every window it counts in."),
+  charge: chargeSchema.optional(),
 });
 
 const redisSchema = z
@@ -113,65 +95,72 @@ const consumerSchema = z.strictObject({
 });
 
 /** The `rate_limits` section. */
-export const rateLimitsSchema = z.strictObject({
-  store: z
-    .strictObject({ redis: redisSchema.optional() })
-    .default({})
-    .describe("Omit `redis` for the in-process memory store."),
-  memory: z
-    .strictObject({
-      max_keys: lruCapacity.default(100_000).describe("Memory store: identities x classes kept (LRU)."),
-    })
-    .prefault({}),
-  failure_mode: z.enum(["open", "closed"]).default("open").describe("Behaviour while Redis fails."),
-  expected_replicas: positiveInt.default(1).describe("Divides limits while failing open."),
-  status_path: z
-    .string()
-    .regex(/^\//, { error: "expected a path starting with / (or null)" })
-    .nullable()
-    .default("/rate_limit")
-    .describe("Authenticated status endpoint; null disables it."),
-  classes: z
-    .record(z.string().regex(/^[a-z][a-z0-9_]*$/, { error: "expected a lower-case class name" }), classSchema)
-    .refine((c) => Object.keys(c).length > 0, { error: "expected at least one class" }),
-  default_class: z
-    .string()
-    .optional()
-    .describe("Class for calls no `match` selects; the last class when absent."),
-  anonymous: z
-    .strictObject({ windows: windowsSchema })
-    .default({ windows: [{ limit: 60, window_s: 3600 }] })
-    .describe("Windows for unauthenticated calls, keyed by client IP."),
-  identity: identitySchema.default("subject"),
-  quota_utc_offset: z
-    .string()
-    .default("+00:00")
-    .refine((o) => parseUtcOffset(o) !== undefined, {
-      error: "expected a UTC offset `±HH:MM` from -12:00 to +14:00",
-    })
-    .describe("Where calendar periods (`period`) start: local midnight of this UTC offset."),
-  plan_claim: z
-    .string()
-    .min(1)
-    .optional()
-    .describe(
-      "Token member naming the caller's plan (introspection response, static-file field, JWT claim).",
-    ),
-  default_plan: z
-    .string()
-    .min(1)
-    .optional()
-    .describe(
-      "Plan of callers with no consumers entry and no usable claim; none (the classes' windows) when absent.",
-    ),
-  plans: z
-    .record(planName, z.record(z.string(), windowsSchema))
-    .default({})
-    .describe("Per plan, per class: windows that replace the class's windows."),
-  consumers: z
-    .array(consumerSchema)
-    .default([])
-    .describe(
-      "Explicit plan assignments by `sub` and/or `client_id`; first match wins, before `plan_claim`.",
-    ),
-});
+export const rateLimitsSchema = z
+  .strictObject({
+    store: z
+      .strictObject({ redis: redisSchema.optional() })
+      .default({})
+      .describe("Omit `redis` for the in-process memory store."),
+    memory: z
+      .strictObject({
+        max_keys: lruCapacity.default(100_000).describe("Memory store: identities x classes kept (LRU)."),
+      })
+      .prefault({}),
+    failure_mode: z.enum(["open", "closed"]).default("open").describe("Behaviour while Redis fails."),
+    expected_replicas: positiveInt.default(1).describe("Divides limits while failing open."),
+    status_path: z
+      .string()
+      .regex(/^\//, { error: "expected a path starting with / (or null)" })
+      .nullable()
+      .default("/rate_limit")
+      .describe("Authenticated status endpoint; null disables it."),
+    classes: z
+      .record(
+        z.string().regex(/^[a-z][a-z0-9_]*$/, { error: "expected a lower-case class name" }),
+        classSchema,
+      )
+      .refine((c) => Object.keys(c).length > 0, { error: "expected at least one class" }),
+    default_class: z
+      .string()
+      .optional()
+      .describe("Class for calls no `match` selects; the last class when absent."),
+    anonymous: z
+      .strictObject({ windows: windowsSchema })
+      .default({ windows: [{ limit: 60, window_s: 3600 }] })
+      .describe("Windows for unauthenticated calls, keyed by client IP."),
+    identity: identitySchema.default("subject"),
+    quota_utc_offset: z
+      .string()
+      .default("+00:00")
+      .refine((o) => parseUtcOffset(o) !== undefined, {
+        error: "expected a UTC offset `±HH:MM` from -12:00 to +14:00",
+      })
+      .describe("Where calendar periods (`period`) start: local midnight of this UTC offset."),
+    plan_claim: z
+      .string()
+      .min(1)
+      .optional()
+      .describe(
+        "Token member naming the caller's plan (introspection response, static-file field, JWT claim).",
+      ),
+    default_plan: z
+      .string()
+      .min(1)
+      .optional()
+      .describe(
+        "Plan of callers with no consumers entry and no usable claim; none (the classes' windows) when absent.",
+      ),
+    plans: z
+      .record(planName, z.record(z.string(), planEntrySchema))
+      .default({})
+      .describe(
+        "Per plan, per class: windows that replace the class's windows, or `{ windows, budgets }` replacing its budgets too.",
+      ),
+    consumers: z
+      .array(consumerSchema)
+      .default([])
+      .describe(
+        "Explicit plan assignments by `sub` and/or `client_id`; first match wins, before `plan_claim`.",
+      ),
+  })
+  .superRefine((rl, ctx) => checkBudgetsAndCosts(ctx, rl.classes, rl.plans));

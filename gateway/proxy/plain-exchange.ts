@@ -22,6 +22,7 @@ import type { ResponseTarget } from "./client-io.js";
 import type { Endpoint } from "./endpoint.js";
 import { BODY_TOO_LARGE } from "./body-limit.js";
 import type { ExchangeHooks, ExchangeResult, HeadWriter, PlainRequest } from "./exchange-types.js";
+import { HeldAnswer } from "./held-answer.js";
 import { backoffMs } from "../config/retry-policy.js";
 import { settlement } from "./settlement.js";
 import type { Upstream } from "./upstream.js";
@@ -53,6 +54,8 @@ export class PlainExchange<C, R extends ResponseTarget> implements ExchangeResul
   private backoff: NodeJS.Timeout | null = null;
   private deadline: NodeJS.Timeout | null = null;
   resolve: ((r: ExchangeResult) => void) | null = null;
+  /** The answer while its head waits for the core (SPEC §22 charge), else null. */
+  private held: HeldAnswer | null = null;
 
   constructor(
     private readonly upstream: Upstream,
@@ -123,12 +126,27 @@ export class PlainExchange<C, R extends ResponseTarget> implements ExchangeResul
     if (this.deadline !== null) clearTimeout(this.deadline);
     if (attempt.timer !== null) clearTimeout(attempt.timer);
     this.status = status;
-    this.hooks.upstreamHead(this.context, headers, attempt.endpoint, false);
+    const wait = this.hooks.upstreamHead(this.context, headers, attempt.endpoint, false, true);
+    if (wait === null) return this.relayHead(status, message, headers);
+    const held = (this.held = new HeldAnswer(controller, status, message, headers));
+    void wait.then(() => {
+      this.held = null;
+      if (!this.done) held.release(this); // else the client left or the try failed meanwhile
+    });
+  }
+
+  relayHead(status: number, message: string, headers: HeaderMap): void {
     this.writer.writeHead(this.res, status, message, headers);
     this.responseStarted = true;
   }
 
+  relayEnd(): void {
+    this.res.end();
+    this.settle(null);
+  }
+
   data(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    if (this.held !== null) return this.held.hold(chunk);
     if (!this.res.write(chunk)) {
       controller.pause();
       this.res.once("drain", onDrain);
@@ -136,9 +154,10 @@ export class PlainExchange<C, R extends ResponseTarget> implements ExchangeResul
   }
 
   end(attempt: Attempt): void {
-    this.res.end();
+    if (this.held !== null) this.held.ended = true;
+    else this.res.end();
     this.finish(attempt);
-    this.settle(null);
+    if (this.held === null) this.settle(null);
   }
 
   /** The current try failed (or timed out): retried when allowed, else the exchange's failure. */
@@ -200,6 +219,7 @@ export class PlainExchange<C, R extends ResponseTarget> implements ExchangeResul
   private mayRetry(): boolean {
     const policy = this.request.retry!;
     if (this.attempts > policy.attempts || this.clientLeft || this.responseStarted) return false;
+    if (this.held !== null) return false; // the answer is being charged for
     return this.upstream.tryRetry();
   }
 

@@ -34,7 +34,14 @@ import type { Logger } from "pino";
 import { systemClock, type Clock } from "../base/clock.js";
 import type { GatewayMetrics } from "../observability/metrics.js";
 import type { RequestTrace } from "../observability/tracing/request-trace.js";
-import { LimitStoreError, type Decision, type Limiter, type LimitPolicy } from "./limiter.js";
+import {
+  LimitStoreError,
+  type BudgetKeys,
+  type CountMode,
+  type Decision,
+  type Limiter,
+  type LimitPolicy,
+} from "./limiter.js";
 import type { MemoryStore } from "./memory-store.js";
 import { SpentQuotas } from "./spent-quotas.js";
 import type { StoreFailureReason } from "./store-failure.js";
@@ -124,18 +131,42 @@ export class FailoverLimiter implements Limiter {
   /**
    * @param trace - passed to the shared store (its call's span); an answer from the fallback
    *   makes no network call and records no span
+   * @param budgets - the call's budgets (SPEC §22), counted by the fallback too
    * @throws LimitStoreError in `closed` mode while the shared store fails
    */
-  consume(key: string, policy: LimitPolicy, trace: RequestTrace | null = null): Promise<Decision> {
-    return this.decide(key, policy, true, trace);
+  consume(
+    key: string,
+    policy: LimitPolicy,
+    trace: RequestTrace | null = null,
+    budgets: BudgetKeys | null = null,
+  ): Promise<Decision> {
+    return this.decide(key, policy, "count", trace, budgets, 0);
   }
 
   /**
    * @param trace - as for {@link consume}
    * @throws LimitStoreError in `closed` mode while the shared store fails
    */
-  peek(key: string, policy: LimitPolicy, trace: RequestTrace | null = null): Promise<Decision> {
-    return this.decide(key, policy, false, trace);
+  peek(
+    key: string,
+    policy: LimitPolicy,
+    trace: RequestTrace | null = null,
+    budgets: BudgetKeys | null = null,
+  ): Promise<Decision> {
+    return this.decide(key, policy, "peek", trace, budgets, 0);
+  }
+
+  /**
+   * A charge (SPEC §22), in memory while failing open, as calls are.
+   * @throws LimitStoreError in `closed` mode while the shared store fails
+   */
+  charge(
+    key: string,
+    policy: LimitPolicy,
+    units: number,
+    budgets: BudgetKeys | null = null,
+  ): Promise<Decision> {
+    return this.decide(key, policy, "charge", null, budgets, units);
   }
 
   async close(): Promise<void> {
@@ -147,15 +178,15 @@ export class FailoverLimiter implements Limiter {
   private async decide(
     key: string,
     policy: LimitPolicy,
-    count: boolean,
+    mode: CountMode,
     trace: RequestTrace | null,
+    budgets: BudgetKeys | null,
+    units: number,
   ): Promise<Decision> {
-    if (this.outageSince !== undefined) return this.local(key, policy, count, undefined);
+    if (this.outageSince !== undefined) return this.local(key, policy, mode, budgets, units, undefined);
     const started = this.clock.monotonicMs();
     try {
-      const d = await (count
-        ? this.primary.consume(key, policy, trace)
-        : this.primary.peek(key, policy, trace));
+      const d = await call(this.primary, key, policy, mode, trace, budgets, units);
       this.duration.observe((this.clock.monotonicMs() - started) / 1000);
       this.answered = true;
       this.spent.record(key, policy, d);
@@ -163,20 +194,27 @@ export class FailoverLimiter implements Limiter {
     } catch (err) {
       this.duration.observe((this.clock.monotonicMs() - started) / 1000);
       this.failed(err);
-      return this.local(key, policy, count, err);
+      return this.local(key, policy, mode, budgets, units, err);
     }
   }
 
   /** Answers during an outage: from memory (`open`) or by rejecting (`closed`). */
-  private async local(key: string, policy: LimitPolicy, count: boolean, cause: unknown): Promise<Decision> {
+  private async local(
+    key: string,
+    policy: LimitPolicy,
+    mode: CountMode,
+    budgets: BudgetKeys | null,
+    units: number,
+    cause: unknown,
+  ): Promise<Decision> {
     if (!this.open) {
       throw cause instanceof LimitStoreError
         ? cause
         : new LimitStoreError("rate-limit store unavailable", { cause });
     }
     this.degradedCalls++;
-    this.spent.seed(key, policy, this.fallback, this.clock.nowMs());
-    const d = await (count ? this.fallback.consume(key, policy) : this.fallback.peek(key, policy));
+    this.spent.seed(key, policy, budgets, this.fallback, this.clock.nowMs());
+    const d = await call(this.fallback, key, policy, mode, null, budgets, units);
     return { ...d, degraded: true };
   }
 
@@ -245,4 +283,19 @@ export class FailoverLimiter implements Limiter {
       "rate-limit store available again; shared windows resumed",
     );
   }
+}
+
+/** One store call of `mode`. */
+function call(
+  store: Limiter,
+  key: string,
+  policy: LimitPolicy,
+  mode: CountMode,
+  trace: RequestTrace | null,
+  budgets: BudgetKeys | null,
+  units: number,
+): Promise<Decision> {
+  if (mode === "count") return store.consume(key, policy, trace, budgets);
+  if (mode === "peek") return store.peek(key, policy, trace, budgets);
+  return store.charge(key, policy, units, budgets);
 }

@@ -38,15 +38,28 @@ export async function persistenceOf(call: RedisCall): Promise<Persistence> {
   }
 }
 
-/** True when any window of these policies is a calendar one (`period`). */
+type CalendarWindow = { period?: string | undefined };
+/** A class's windows and its budgets' (SPEC §22), or a plan entry of that shape. */
+type Levels = {
+  windows: readonly CalendarWindow[];
+  budgets?: readonly { windows: readonly CalendarWindow[] }[] | undefined;
+};
+
+/** True when any window of these policies (budgets included) is a calendar one (`period`). */
 export function hasCalendarWindows(config: {
-  classes: Readonly<Record<string, { windows: readonly { period?: string | undefined }[] }>>;
-  plans: Readonly<Record<string, Readonly<Record<string, readonly { period?: string | undefined }[]>>>>;
-  anonymous: { windows: readonly { period?: string | undefined }[] };
+  classes: Readonly<Record<string, Levels>>;
+  plans: Readonly<Record<string, Readonly<Record<string, readonly CalendarWindow[] | Levels>>>>;
+  anonymous: { windows: readonly CalendarWindow[] };
 }): boolean {
+  const all = (l: Levels): readonly CalendarWindow[] => [
+    ...l.windows,
+    ...(l.budgets ?? []).flatMap((b) => b.windows),
+  ];
+  const entry = (e: readonly CalendarWindow[] | Levels): readonly CalendarWindow[] =>
+    Array.isArray(e) ? (e as readonly CalendarWindow[]) : all(e as Levels);
   const windows = [
-    ...Object.values(config.classes).flatMap((c) => c.windows),
-    ...Object.values(config.plans).flatMap((p) => Object.values(p).flat()),
+    ...Object.values(config.classes).flatMap(all),
+    ...Object.values(config.plans).flatMap((p) => Object.values(p).flatMap(entry)),
     ...config.anonymous.windows,
   ];
   return windows.some((w) => w.period !== undefined);

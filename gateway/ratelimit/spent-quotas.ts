@@ -16,7 +16,7 @@
  */
 import { LRUCache } from "lru-cache";
 import { periodBounds, type PeriodBounds } from "./calendar.js";
-import type { Decision, LimitPolicy } from "./limiter.js";
+import type { BudgetKeys, Decision, LimitPolicy } from "./limiter.js";
 import type { MemoryStore } from "./memory-store.js";
 import { windowKey } from "./storage-keys.js";
 
@@ -75,7 +75,13 @@ export class SpentQuotas {
    * seen for the current period.
    * @param nowMs - the fallback's clock (epoch ms)
    */
-  seed(identityKey: string, policy: LimitPolicy, fallback: MemoryStore, nowMs: number): void {
+  seed(
+    identityKey: string,
+    policy: LimitPolicy,
+    budgets: BudgetKeys | null,
+    fallback: MemoryStore,
+    nowMs: number,
+  ): void {
     for (let i = 0; i < policy.windows.length; i++) {
       const w = policy.windows[i]!;
       if (w.period === undefined) continue;
@@ -83,7 +89,7 @@ export class SpentQuotas {
       if (s === undefined || nowMs < s.startMs || nowMs >= s.endMs) continue;
       const share = Math.ceil(w.limit / this.divisor);
       const left = Math.ceil(Math.max(0, w.limit - s.count) / this.divisor);
-      fallback.raiseCalendarCount(identityKey, policy, i, s.startMs, share - left);
+      fallback.raiseCalendarCount(identityKey, policy, budgets, i, s.startMs, share - left);
     }
   }
 }

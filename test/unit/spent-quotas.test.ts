@@ -46,7 +46,7 @@ describe("SpentQuotas", () => {
     const spent = new SpentQuotas({ limitDivisor: 2 });
     const fallback = new MemoryStore({ clock, limitDivisor: 2 });
     spent.record("sub:a", policy, seenAt(NOW, 6));
-    spent.seed("sub:a", policy, fallback, clock.nowMs());
+    spent.seed("sub:a", policy, null, fallback, clock.nowMs());
     expect(await admitted(fallback, "sub:a")).toBe(2);
   });
 
@@ -55,7 +55,7 @@ describe("SpentQuotas", () => {
     const spent = new SpentQuotas();
     const fallback = new MemoryStore({ clock });
     spent.record("sub:a", policy, seenAt(NOW - 86_400_000, 10));
-    spent.seed("sub:a", policy, fallback, clock.nowMs());
+    spent.seed("sub:a", policy, null, fallback, clock.nowMs());
     expect(await admitted(fallback, "sub:a")).toBe(10);
   });
 
@@ -64,9 +64,9 @@ describe("SpentQuotas", () => {
     const spent = new SpentQuotas();
     const fallback = new MemoryStore({ clock });
     spent.record("sub:a", policy, seenAt(NOW, 4));
-    spent.seed("sub:a", policy, fallback, NOW);
+    spent.seed("sub:a", policy, null, fallback, NOW);
     await fallback.consume("sub:a", policy); // 5 counted locally
-    spent.seed("sub:a", policy, fallback, NOW);
+    spent.seed("sub:a", policy, null, fallback, NOW);
     expect(await admitted(fallback, "sub:a")).toBe(5);
     const end = periodBounds(NOW, "day", 0, { startMs: 0, endMs: 0 }).endMs;
     expect((await fallback.peek("sub:a", policy)).resetAtMs).toBe(end);

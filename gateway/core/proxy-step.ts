@@ -190,9 +190,11 @@ export class ProxyStep implements ExchangeHooks<RequestScope> {
     if (scope.admitted !== null) scope.admitted.sample(scope.upstreamMs);
     stripHopByHop(headers, upgraded);
     const charge = scope.policy?.charge;
-    if (charge !== null && charge !== undefined && canWait) {
-      const units = chargedUnits(headers[charge.header], charge.max);
+    if (charge !== null && charge !== undefined) {
+      let units = chargedUnits(headers[charge.header], charge.max);
       delete headers[charge.header];
+      // A WebSocket handshake's answer cannot wait: the header is dropped, nothing charged.
+      if (!canWait) units = 0;
       if (units === null) this.hot.chargeInvalid(scope.className);
       else if (units > 0) return this.charge(scope, headers, units);
     }

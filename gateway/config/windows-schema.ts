@@ -6,6 +6,7 @@
  */
 import { z } from "zod";
 import { PERIODS } from "./calendar-periods.js";
+import { configIssueMessage } from "./issue-messages.js";
 import { withAlternatives } from "./key-paths.js";
 import { positiveInt } from "./primitives.js";
 
@@ -67,7 +68,10 @@ type PlanEntry = z.output<typeof windowsSchema> | z.output<typeof planEntryObjec
  */
 export const planEntrySchema = withAlternatives(
   z.unknown().transform((v, ctx): PlanEntry => {
-    const r = (Array.isArray(v) ? windowsSchema : planEntryObject).safeParse(v);
+    // The file's error map here too: these issues are copied out with their messages made.
+    const r = (Array.isArray(v) ? windowsSchema : planEntryObject).safeParse(v, {
+      error: configIssueMessage,
+    });
     if (r.success) return r.data;
     for (const issue of r.error.issues) ctx.addIssue({ ...issue, input: issue.input } as never);
     return z.NEVER;

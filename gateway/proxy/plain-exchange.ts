@@ -1,11 +1,9 @@
 /**
  * One plain exchange and its tries (SPEC §16, §17): each try goes to an endpoint the upstream
- * picks, through that endpoint's undici pool (undici 7 handler API), with its own handler object
- * ({@link Attempt}) so that the callbacks of a try that was given up are told apart from the
- * current one's. A failed try is retried when the route's policy, the call (idempotent, its body
- * kept whole) and the upstream's retry budget allow it, and nothing of the response has reached
- * the client; the head of the try that answers is decorated by the core and written by the
- * transport, its body streams with backpressure.
+ * picks, through its undici pool, with its own handler ({@link Attempt}) so a given-up try's
+ * callbacks are told apart. A failed try is retried when the route's policy, the call and the
+ * retry budget allow it and nothing of the response has reached the client; the answering try's
+ * head is decorated by the core and written by the transport, its body streams with backpressure.
  *
  * Timers exist only where configured: a try's `per_try_timeout_ms`, the route's `timeout_ms` (first
  * try to response head; undici's header timer is off then, so a route may be longer or shorter
@@ -98,8 +96,7 @@ export class PlainExchange<C, R extends ResponseTarget> implements ExchangeResul
         method: request.method as Dispatcher.HttpMethod,
         headers: request.headers,
         body: request.replay ?? request.upload,
-        // A route's `timeout_ms` bounds the time to a head here (its deadline), whether longer or
-        // shorter than the upstream's; without one, undici's header timer is the upstream's.
+        // A route's deadline, not undici's header timer, bounds the time to a head when it has one.
         headersTimeout: request.timeoutMs > 0 ? 0 : endpoint.timeouts.timeoutMs,
         bodyTimeout: endpoint.timeouts.timeoutMs,
       },

@@ -34,14 +34,8 @@ import type { Logger } from "pino";
 import { systemClock, type Clock } from "../base/clock.js";
 import type { GatewayMetrics } from "../observability/metrics.js";
 import type { RequestTrace } from "../observability/tracing/request-trace.js";
-import {
-  LimitStoreError,
-  type BudgetKeys,
-  type CountMode,
-  type Decision,
-  type Limiter,
-  type LimitPolicy,
-} from "./limiter.js";
+import type { BudgetKeys, CountMode, Decision, Limiter, LimitPolicy } from "./limiter.js";
+import { LimitStoreError } from "./limiter.js";
 import type { MemoryStore } from "./memory-store.js";
 import { SpentQuotas } from "./spent-quotas.js";
 import type { StoreFailureReason } from "./store-failure.js";

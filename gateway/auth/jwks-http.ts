@@ -40,7 +40,7 @@ export class IssuerDocuments {
   /**
    * The `jwks_uri` of the issuer's discovery document, checked to name `issuer` (Discovery §4.3),
    * and the issuer as the document spells it: `https://idp/` and `https://idp` are taken as one
-   * issuer when the document names the other (issue 27: a trailing slash in `auth.jwt.issuer` made
+   * issuer when the document names the other (a trailing slash in `auth.jwt.issuer` made
    * every JWT a 503), and tokens are then checked against the document's spelling, which is what
    * the issuer puts in `iss` (Discovery §3: they are identical).
    * @throws KeySetFetchError naming both issuers when they differ otherwise

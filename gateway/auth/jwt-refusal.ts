@@ -1,5 +1,5 @@
 /**
- * Why a JWT access token was refused, as fields of a `debug` line (issue 27: a wrong audience or
+ * Why a JWT access token was refused, as fields of a `debug` line (a wrong audience or
  * issuer must be findable in the log): the check that failed (`aud`, `iss`, `exp`, `nbf`, `iat`,
  * `typ`, `signature`, `kid`, `alg`, ...), what was expected and what the token's claim or header
  * said. Never a token byte: only the decoded values of the claim or header member that failed

@@ -24,8 +24,8 @@ const WORKER_TIMEOUT_MS = 120_000;
 let lastLoad: { key: string; tokens: WeakRef<ReadonlyMap<string, TokenInfo>> } | undefined;
 
 /**
- * Reads and validates a tokens file. A large one is parsed in a worker thread while this one waits
- * (issue 17 item 5): parsing 10k entries allocates about 50 MB that would otherwise stay in this
+ * Reads and validates a tokens file. A large one is parsed in a worker thread while this one waits:
+ * parsing 10k entries allocates about 50 MB that would otherwise stay in this
  * heap, as resident memory, until a full collection long after; the worker's heap is returned when
  * it exits. Small files are parsed here. Loading the file just loaded, unchanged (same inode, size,
  * modification and change times, to the nanosecond) and with the same `claimNames`, returns the

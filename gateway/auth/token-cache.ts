@@ -180,7 +180,7 @@ export class TokenCache {
     }
     const expMs = info.exp === undefined ? Infinity : info.exp * 1000;
     if (!info.active || expMs <= now) {
-      // Why a token is refused, never the token (issue 27); a refusal is cached, so one line per
+      // Why a token is refused, never the token; a refusal is cached, so one line per
       // token per negative_ttl_s.
       if (!info.active)
         this.#logger.debug({ auth: this.#source.kind, reason: "inactive" }, "token refused: active is false");

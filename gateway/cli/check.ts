@@ -1,5 +1,5 @@
 /**
- * `gateway check --config FILE` (SPEC §9, issue 27 §3): validates a configuration and the files it
+ * `gateway check --config FILE` (SPEC §9): validates a configuration and the files it
  * names in one pass and prints its routes, classes and plans; exit 0 when valid, 1 listing every
  * problem with its key path. An unset `${ENV}` reference is a warning (the deployment sets it),
  * a problem with `--strict`. With `--connect`, each thing the file names is tried, one line per

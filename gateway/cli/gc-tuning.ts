@@ -1,7 +1,6 @@
 /**
  * The one garbage-collector setting the `gateway` command makes itself (every command, and every
- * cluster worker, which runs the same entry): on V8 before 12 (Node 20), concurrent marking off
- * (issue 29).
+ * cluster worker, which runs the same entry): on V8 before 12 (Node 20), concurrent marking off.
  *
  * Measured (`test/bench/README.md`, "Round three"): on Node 20.20 (V8 11.3) the old generation is
  * marked by background threads while the gateway runs, and while such a cycle is in progress the

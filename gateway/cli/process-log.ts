@@ -1,6 +1,6 @@
 /**
  * The lines a starting gateway writes before its own logger exists, and those Node.js itself would
- * write as plain text (issue 27: every line on stdout and stderr is JSON, so a log pipeline never
+ * write as plain text (every line on stdout and stderr is JSON, so a log pipeline never
  * meets a line it cannot parse): a missing or invalid configuration, a process warning, an
  * exception nothing caught.
  */

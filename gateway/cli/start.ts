@@ -1,7 +1,7 @@
 /**
  * `gateway start` (SPEC §9): load the configuration, then serve it with one process or, with
  * `workers` > 1, a node:cluster group (SPEC §15). Every failure to start is one JSON `fatal` line
- * and a non-zero exit (issue 27): no configuration named (exit 2; the bundled demo is never a
+ * and a non-zero exit: no configuration named (exit 2; the bundled demo is never a
  * default), an invalid one, a file it names that cannot be used, a port that cannot be bound.
  *
  * Signals (single process): SIGTERM/SIGINT stop gracefully (exit 0); SIGHUP reloads the file, and

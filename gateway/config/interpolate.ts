@@ -45,7 +45,7 @@ export function interpolate(
 }
 
 /**
- * The `LOG_LEVEL` environment variable in place of `log.level` (issue 27: a level for one run or one
+ * The `LOG_LEVEL` environment variable in place of `log.level` (a level for one run or one
  * pod without editing the file), validated by the schema like the file's own value.
  */
 export function withLogLevel(raw: unknown, level: string | undefined): unknown {

@@ -66,7 +66,7 @@ export const port = intRange(0, 65535, "expected a port number (0-65535)");
 const KNOWN_METHODS: ReadonlySet<string> = new Set(METHODS);
 
 /**
- * An HTTP method name, upper-cased; one Node's HTTP parser knows (issue 27: `GETT` was accepted and
+ * An HTTP method name, upper-cased; one Node's HTTP parser knows (`GETT` was accepted and
  * matched nothing), with a suggestion for a misspelt one.
  */
 export const httpMethod = z

@@ -1,6 +1,6 @@
 /**
  * The sections of a document the schema refused as a whole that are valid by themselves, so the
- * files they name are still checked in the same pass (issue 27: `gateway check` reported the
+ * files they name are still checked in the same pass (`gateway check` reported the
  * schema's problems, then the references', then the files' in three runs).
  */
 import type { z } from "zod";

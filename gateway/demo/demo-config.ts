@@ -3,7 +3,7 @@ import { fileURLToPath } from "node:url";
 
 /**
  * Absolute path of `config/demo.yaml` in the installed package (from `dist/gateway/demo/` or `gateway/demo/`).
- * `gateway start` never falls back to it (issue 27: its well-known token would be an open door).
+ * `gateway start` never falls back to it (its well-known token would be an open door).
  */
 export const DEMO_CONFIG = fileURLToPath(
   new URL(

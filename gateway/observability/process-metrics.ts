@@ -1,6 +1,6 @@
 /**
  * prom-client's default process metrics, less the three gauges whose names break the Prometheus
- * naming rule that only counters end in `_total` (`promtool check metrics` refuses them, issue 27):
+ * naming rule that only counters end in `_total` (`promtool check metrics` refuses them):
  * `nodejs_active_handles_total`, `nodejs_active_requests_total` and
  * `nodejs_active_resources_total`. Each is the sum of a gauge prom-client exports beside it
  * (`nodejs_active_handles{type}`, `nodejs_active_requests{type}`, `nodejs_active_resources{type}`),

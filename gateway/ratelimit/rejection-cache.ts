@@ -1,5 +1,5 @@
 /**
- * Over-limit callers cost no Redis round trip (issue 17, item 2; Envoy's rate-limit service keeps
+ * Over-limit callers cost no Redis round trip (Envoy's rate-limit service keeps
  * such a local cache). When Remaining is 0 — a 429, or the admitted call that used the last unit —
  * Reset is the earliest time one more call is admitted (SPEC §3, the Reset rule), and rejected
  * calls are not counted, so until then the shared store would answer every call of that identity

@@ -126,7 +126,7 @@ export class ReplyWatch {
    * A reply arrived. A settled call leaves the queue at once when it is the oldest (replies come in
    * order on a connection, so it nearly always is): the queue holds the calls in flight, not every
    * call since the timer was armed, which kept each call's promise and reply alive for up to two
-   * command timeouts and had them promoted to the old generation (issue 29).
+   * command timeouts and had them promoted to the old generation.
    */
   private settled(w: Waiting): void {
     this.replies++;

@@ -1,5 +1,5 @@
 /**
- * Graceful drain of an HTTP listener (issue 6 §1): stop accepting, close idle keep-alive sockets,
+ * Graceful drain of an HTTP listener: stop accepting, close idle keep-alive sockets,
  * let in-flight requests finish within a grace period, then cut whatever is left.
  *
  * `server.close()` alone is not enough (Node 20):

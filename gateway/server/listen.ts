@@ -1,5 +1,5 @@
 /**
- * Binding a listener (issue 27: a port that cannot be bound stops the gateway, naming the listener
+ * Binding a listener (a port that cannot be bound stops the gateway, naming the listener
  * and the port). `server.listen` reports a bind failure as an `error` event whose message
  * (`listen EADDRINUSE: address already in use 0.0.0.0:8080`) names neither the listener nor the
  * configuration key; {@link ListenError} carries both.

@@ -1,5 +1,5 @@
 /**
- * `node --import tsx test/bench/admission.ts` (issue 24 item 5): what SPEC §18 adds per call when
+ * `node --import tsx test/bench/admission.ts`: what SPEC §18 adds per call when
  * enabled, measured in this process: one admission (priority from the plan, the share check), one
  * latency sample into the adaptive limit and one release, against the same loop with no admission
  * (what a request pays without the blocks: one null check). Prints ns per call, median of 7 rounds.

@@ -1,5 +1,5 @@
 /**
- * Micro-benchmark of the SPEC §16 balancers (issue 22): nanoseconds per `pick` with 3 endpoints,
+ * Micro-benchmark of the SPEC §16 balancers: nanoseconds per `pick` with 3 endpoints,
  * and the bytes each pick allocates (young-generation growth over 10 000 picks; keys for
  * `consistent_hash` are built beforehand; the closure of the measuring loop itself allocates none). Not part of `npm run bench`; run alone:
  *

@@ -1,6 +1,6 @@
 /**
- * Paired per-request figures of gateways at one fixed offered rate, for A/B on a busy machine
- * (issue 29): each variant is started in turn (Redis store, warm static token, nginx or Node
+ * Paired per-request figures of gateways at one fixed offered rate, for A/B on a busy machine:
+ * each variant is started in turn (Redis store, warm static token, nginx or Node
  * upstream), warmed for 3 s, then driven by the open-loop generator; printed per variant and round:
  * CPU µs, write and read syscalls (`/proc/<pid>/io`), KiB allocated and bytes promoted (gc-stats.mjs)
  * per request, latency, then RSS and V8's new/old space sizes (admin `/metrics`).

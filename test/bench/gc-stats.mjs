@@ -1,7 +1,7 @@
 /**
  * Bench-only preload (`node --import <this file> …`, plain JavaScript so any Node binary loads it
  * without tsx): what the process's garbage collector did over a window the harness opens and
- * closes, per request of the load generator that ran meanwhile (issue 29 item 2). The product never
+ * closes, per request of the load generator that ran meanwhile. The product never
  * loads it; only servers the bench starts do, and only when `BENCH_GC_SOCKET_DIR` is set.
  *
  * It answers on a Unix socket `<BENCH_GC_SOCKET_DIR>/gc-<pid>.sock`:

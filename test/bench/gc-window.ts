@@ -1,5 +1,5 @@
 /**
- * The harness's side of `gc-stats.mjs` (issue 29 item 2): the `node` flags that load it into a
+ * The harness's side of `gc-stats.mjs`: the `node` flags that load it into a
  * server the bench starts, and the window opened before and read after each measured run, turned
  * into figures per request. `BENCH_GC=0` leaves the preload out (the servers run as before).
  */

@@ -1,5 +1,5 @@
 /**
- * Issue 17 item 3: latency at a fixed offered rate. Each cell is driven by the open-loop generator
+ * Latency at a fixed offered rate. Each cell is driven by the open-loop generator
  * (`open-loop.ts`, on the load core) at 50 % and 80 % of the bare http-proxy 1.18 cell's saturation
  * rate from the same run, interleaved over rounds; the table gives medians over rounds.
  */
@@ -127,7 +127,7 @@ export async function openLoopSection(
   }
   const m = (key: string, pick: (r: OpenLoopResult) => number) => median((results.get(key) ?? []).map(pick));
   const lines = [
-    `Open loop (issue 17 item 3): a constant offered rate from the bench's own generator (latency ` +
+    `Open loop: a constant offered rate from the bench's own generator (latency ` +
       `counted from each request's due time, so queueing shows), ${opts.connections} connections, ` +
       `${opts.seconds} s per run after 1 s of warm-up, ${opts.rounds} rounds interleaved, medians. ` +
       `Rates are 50 % and 80 % of cell ${opts.baseId}'s saturation median (${fmt(baseRps, 0)} req/s).`,

@@ -1,5 +1,5 @@
 /**
- * The report's "For the README" section (issue 29 item 5): the one table the README's Performance
+ * The report's "For the README" section: the one table the README's Performance
  * section shows, every cell in a row (saturation, CPU, latency at 50 % and 80 % of the bare
  * http-proxy's capacity, what the collector did per request, RSS), then the issue's targets with
  * their distance, ready to paste from `test/bench/runs/last-run.md`.
@@ -93,10 +93,7 @@ function targetTable(
     ["RSS after the churn, memory store (MB) ≤ 150", rss("churn-m"), "≤", 150, 0],
     ["RSS after the churn, Redis store (MB) ≤ 150", rss("churn-r"), "≤", 150, 0],
   ];
-  const out = [
-    "| target (issue 29) | this run | target | distance | |",
-    "| --- | ---: | ---: | ---: | --- |",
-  ];
+  const out = ["| target | this run | target | distance | |", "| --- | ---: | ---: | ---: | --- |"];
   for (const [what, value, op, target, digits] of lines) {
     if (!Number.isFinite(value) || !Number.isFinite(target)) {
       out.push(`| ${what} | – | | | not measured |`);

@@ -1,5 +1,5 @@
 /**
- * `npm run bench` (issue 5): the gateway against a bare http-proxy-3 server, measured with wrk on
+ * `npm run bench`: the gateway against a bare http-proxy-3 server, measured with wrk on
  * loopback, interleaved over rounds, medians with min-max. Cells:
  *
  *   a   the upstream alone                      b2  a bare proxy on undici (dispatch API)
@@ -7,16 +7,16 @@
  *   c   the gateway, memory store               d   the gateway, Redis store
  *   e   the gateway, Redis, IETF headers and a shadow class on the benched path
  *   f   the gateway, Redis store, plans and 1000 consumers (the caller found among them); paired
- *       against d round by round (issue 13: within 3 %)
+ *       against d round by round (within 3 %)
  *   g   the gateway, Redis store, the one identity far over its limit (500 calls per second admitted,
- *       wrk offers ~20x that): Redis calls per rejected request (issue 17 item 2: ~0), against c
+ *       wrk offers ~20x that): Redis calls per rejected request (~0), against c
  *   w2  the gateway, Redis store, `workers: 2` on the same pinned core as d: what the primary (the
  *       line relay, node:cluster's connection hand-off) costs per request; CPU is the process tree's
  *   dj  the gateway, Redis, a warm JWT access token (auth.jwt beside introspection), paired with d
  *   dl  d with a warm opaque token as long as dj's JWT: what the token's length alone costs, so dj/dl
  *       is the JWT path's own cost
  *   dm  d with V8's concurrent marking on (`node --concurrent-marking`), which the gateway turns
- *       off on Node 20 (`gateway/cli/gc-tuning.ts`, issue 29): what that setting does, paired with
+ *       off on Node 20 (`gateway/cli/gc-tuning.ts`): what that setting does, paired with
  *       d round by round and driven open-loop (on Node 22 and later, the same as d)
  *   t1  d with tracing, sample_ratio 0.01      t100  d with tracing, sample_ratio 1.0
  *       (spans to an OTLP/HTTP collector stand-in on the load core; paired per round with d)
@@ -39,7 +39,7 @@
  * Every server the bench starts loads `gc-stats.mjs` (BENCH_GC=0 leaves it out): over each measured
  * run, saturated and open-loop, the table gives the server's bytes allocated and promoted to the old
  * generation per request and its young and full collections per 10 000 requests with their p99
- * pause (issue 29 item 2), read from V8's GCProfiler in the server process.
+ * pause, read from V8's GCProfiler in the server process.
  */
 import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -97,7 +97,7 @@ const PATH = "/v1/user";
 const OVER_LIMIT_RPS = 500;
 /** Rounds of the open-loop runs (each: 2 rates x the open-loop cells x BENCH_SECONDS). */
 const OPEN_ROUNDS = envInt("BENCH_OPEN_ROUNDS", 3, 0, 20);
-/** Cells driven at a constant rate after the saturation rounds (issue 17 item 3). */
+/** Cells driven at a constant rate after the saturation rounds. */
 const OPEN_LOOP_CELLS = ["a", "h", "b2", "fy", "c", "d", "dm"];
 const LAST_RUN = fileURLToPath(new URL("./runs/last-run.md", import.meta.url));
 
@@ -595,7 +595,7 @@ async function main(): Promise<number> {
 }
 
 /**
- * Where a churned gateway's memory is (issue 17 item 5): V8's heap by space from its `/metrics`
+ * Where a churned gateway's memory is: V8's heap by space from its `/metrics`
  * (prom-client's default metrics), then the heap still used after the full collection a heap
  * snapshot makes, i.e. the live data.
  */

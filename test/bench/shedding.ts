@@ -1,5 +1,5 @@
 /**
- * `npm run bench:shedding` (issue 24 item 3): SPEC §18's outcome shape run twice, with and without
+ * `npm run bench:shedding`: SPEC §18's outcome shape run twice, with and without
  * the load shedding blocks, side by side: the upstream's latency (queue wait plus service) at p50,
  * p90 and p99 once adapted (calls it finished after the first 10 s), and each plan's success rate
  * over the calls sent from then on (without shedding every call is answered 200, the queued ones

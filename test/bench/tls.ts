@@ -1,5 +1,5 @@
 /**
- * `npm run bench:tls` (issue 15): what TLS and HTTP/2 cost per request, in one interleaved run.
+ * `npm run bench:tls`: what TLS and HTTP/2 cost per request, in one interleaved run.
  *
  *   p    the gateway, plain HTTP/1.1                      (wrk)
  *   t1   the gateway, TLS, HTTP/1.1                       (wrk over https)

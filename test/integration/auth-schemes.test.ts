@@ -1,5 +1,5 @@
 /**
- * `auth.schemes` (issue 27): GitHub-style clients (Octokit) send `Authorization: token X`. Listed,
+ * `auth.schemes`: GitHub-style clients (Octokit) send `Authorization: token X`. Listed,
  * the scheme is accepted case-insensitively and the token checked as a Bearer one; by default it is
  * a 400 `invalid_request`, as before.
  */

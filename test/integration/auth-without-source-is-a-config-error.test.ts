@@ -23,7 +23,7 @@ describe("an auth block without a token source", () => {
       timeout: 20_000,
     });
     expect(r.status).toBe(1);
-    // One JSON line (issue 27: every line is JSON), no "gateway listening" line.
+    // One JSON line (every line is JSON), no "gateway listening" line.
     expect(r.stderr).toBe("");
     expect(JSON.parse(r.stdout)).toMatchObject({
       level: "fatal",

@@ -1,5 +1,5 @@
 /**
- * `gateway check` (issue 27 §3) as a platform engineer runs it: every problem of a file in one pass
+ * `gateway check` as a platform engineer runs it: every problem of a file in one pass
  * (a type error, a misspelt method, a broken reference and a missing file together); an unset
  * `${ENV}` secret is a warning (`--strict`: a problem); and `--connect` tries what the file names
  * against real servers — Redis with a password (`AUTH`, `SELECT`, `PING`), oidc-provider (discovery,

@@ -1,5 +1,5 @@
 /**
- * CORS from a real browser (SPEC §14, issue 12 §2): headless Chromium (Debian's `chromium`, driven
+ * CORS from a real browser (SPEC §14): headless Chromium (Debian's `chromium`, driven
  * by playwright-core) loads a page from an allowed origin on loopback; the page calls the gateway
  * with `fetch` and a bearer token (so the browser sends a real preflight), reads
  * `X-RateLimit-Remaining` from a 200, the JSON body and `Retry-After` of a 429; the same call from a

@@ -1,5 +1,5 @@
 /**
- * Hostile input (issue 6 §4): each shape gets its expected answer, and the upstream's own request
+ * Hostile input: each shape gets its expected answer, and the upstream's own request
  * log proves nothing was forwarded that should not be. Raw bytes go over TCP (Node's client would
  * refuse to send most of them). Request smuggling payloads carry a *valid* token in the smuggled
  * request, so a desync would show up at the upstream as a request to `/v1/smuggled`.

@@ -1,5 +1,5 @@
 /**
- * Identities are keyed with their kind (issue 11 §4, SPEC §10): a token whose `sub` is "svc" and
+ * Identities are keyed with their kind (SPEC §10): a token whose `sub` is "svc" and
  * one that only has `client_id: svc` spend two budgets, in the memory store and in Redis; and the
  * keys the Redis store writes carry the kind (`{sub:svc}`, `{client:svc}`). A class switched from
  * `identity: subject` to `client` by a reload spends the client's budget, never the subject's.

@@ -1,5 +1,5 @@
 /**
- * The IETF `RateLimit` item names the window the decision reports (issue 11 §4), taken from the
+ * The IETF `RateLimit` item names the window the decision reports, taken from the
  * decision's window index rather than guessed from its limit: right while failing open (limits
  * divided by `expected_replicas`, so no configured limit matches) and when two windows of a class
  * have the same limit.

@@ -1,5 +1,5 @@
 /**
- * JWT and introspection set-up mistakes say what is wrong (issue 27 §2), against a real IdP
+ * JWT and introspection set-up mistakes say what is wrong, against a real IdP
  * (oidc-provider issuing JWTs and opaque tokens): an `auth.jwt.issuer` with a trailing slash the
  * discovery document does not have is the same issuer (its tokens pass; it was a 503 for every
  * JWT), a discovery document naming another issuer is a line naming both; every refusal is a

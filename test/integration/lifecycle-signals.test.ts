@@ -1,5 +1,5 @@
 /**
- * Issue 6 §1, against the real `gateway start` process: SIGTERM/SIGINT drain in-flight requests
+ * SIGTERM/SIGINT drain in-flight requests
  * within `listen.grace_ms`, refuse new connections, close idle keep-alive sockets and exit 0;
  * SIGHUP swaps a valid config without dropping a connection and rejects an invalid one (logged,
  * counted in `gateway_config_reloads_total{result="error"}`).

@@ -1,5 +1,5 @@
 /**
- * The log's level and format for a run (issue 27): `LOG_LEVEL` overrides `log.level` (an invalid
+ * The log's level and format for a run: `LOG_LEVEL` overrides `log.level` (an invalid
  * one is a start-up error naming it), and `log.format: pretty` writes pino-pretty's text, access
  * lines included, instead of JSON. Real `gateway start` children.
  */

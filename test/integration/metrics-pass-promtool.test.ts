@@ -1,5 +1,5 @@
 /**
- * `/metrics` passes `promtool check metrics` (issue 27): Prometheus's own linter of the exposition
+ * `/metrics` passes `promtool check metrics`: Prometheus's own linter of the exposition
  * (names, `_total` only on counters, units, help text), on a gateway that has served 200s, 401s and
  * 429s, and on a cluster primary's combined view of its workers (SPEC §15). prom-client's three
  * default gauges named `*_total` are left out (gateway/observability/process-metrics.ts).

@@ -1,5 +1,5 @@
 /**
- * Issue 17 item 2 against a real Redis: once Redis has said that nothing is left (the call that
+ * Once Redis has said that nothing is left (the call that
  * used the last unit, or a 429), further calls of that identity in that class until Reset make no
  * Redis call at all (`INFO commandstats`) and get exactly what
  * Redis would answer (status, headers, body: a second gateway with an empty cache asks Redis at the

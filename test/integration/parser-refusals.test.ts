@@ -1,5 +1,5 @@
 /**
- * SPEC §3 "every response", including the ones Node's HTTP parser refuses (issue 11 §2): a bad
+ * SPEC §3 "every response", including the ones Node's HTTP parser refuses: a bad
  * framing (400), a head too large (431), a head too slow (408), a missing or repeated `Host` (400,
  * RFC 9112 §3.2) each carry the rate-limit fields of the IP's anonymous window,
  * `X-RateLimit-Resource: anonymous`, an `X-Request-Id` and the catalogue body; each gets an access

@@ -1,5 +1,5 @@
 /**
- * Plans and consumers end to end (SPEC §10, issue 13 item 6): a real RFC 7662 server
+ * Plans and consumers end to end (SPEC §10): a real RFC 7662 server
  * (oidc-provider, whose introspection responses carry a `plan` member and a `sub`), a real Redis
  * and two gateway replicas sharing it.
  *

@@ -1,5 +1,5 @@
 /**
- * Wrong Redis settings name their cause (issue 27: every one used to log ioredis's generic "Stream
+ * Wrong Redis settings name their cause (every one used to log ioredis's generic "Stream
  * isn't writeable and enableOfflineQueue options is false"): the outage line's `reason` and `err`,
  * and `gateway_ratelimit_store_errors_total{reason}`, say `WRONGPASS`/`NOAUTH` for a wrong or
  * missing password (a real redis-server with `requirepass`), `ECONNREFUSED` for a refused port,

@@ -1,5 +1,5 @@
 /**
- * `gateway start` never serves by accident (issue 27 §1): without a configuration it exits 2
+ * `gateway start` never serves by accident: without a configuration it exits 2
  * naming `--config` and `GATEWAY_CONFIG` (the demo has its own command); a port another listener
  * holds, the API one or the admin one, is a fatal line naming the listener and the port and a
  * non-zero exit, with a Redis store whose connection would otherwise keep the process alive, and

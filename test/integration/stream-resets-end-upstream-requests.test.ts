@@ -1,6 +1,6 @@
 /**
  * SPEC §12 "a stream the client resets aborts its upstream request", under the rapid-reset shape
- * (CVE-2023-44487, issue 26): 2,000 streams opened and cancelled at once on one HTTP/2 connection
+ * (CVE-2023-44487): 2,000 streams opened and cancelled at once on one HTTP/2 connection
  * against an upstream that holds every request. Every upstream request ends within 1 s of its
  * stream's reset (also those reset while the gateway was still authenticating and counting them),
  * the upstream's connection pool is not exhausted (one connection holds at most

@@ -1,5 +1,5 @@
 /**
- * Issue 6 §3: a 1 GB upload and a 1 GB download pass byte-exact through the gateway (a child
+ * A 1 GB upload and a 1 GB download pass byte-exact through the gateway (a child
  * process, so its RSS is its own) while its RSS stays flat, and a client that stops reading pushes
  * back to the upstream (its writes return false and wait for 'drain') instead of growing memory.
  *

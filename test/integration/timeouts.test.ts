@@ -1,5 +1,5 @@
 /**
- * Issue 6 §5: every timeout is configurable and does what the config reference says.
+ * Every timeout is configurable and does what the config reference says.
  *
  * Upstream side: `connect_timeout_ms` (502), `timeout_ms` before the response head (504) and while
  * the body is silent (the stream is cut), `keep_alive_ms` (pooled sockets closed). Client side:

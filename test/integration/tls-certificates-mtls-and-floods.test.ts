@@ -1,5 +1,5 @@
 /**
- * The TLS listener's certificates and limits (SPEC §12, issue 15): mutual TLS (no certificate, no
+ * The TLS listener's certificates and limits (SPEC §12): mutual TLS (no certificate, no
  * handshake; the verified subject sent upstream as X-Client-Cert-Subject, a client's copy removed);
  * a certificate rotated by SIGHUP (reload) is served to new connections — seen by its serial — while
  * open sessions continue; a bad file is an error naming its key path, fatal at start and keeping the

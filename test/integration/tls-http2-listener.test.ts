@@ -1,5 +1,5 @@
 /**
- * TLS and HTTP/2 on the API listener (SPEC §12, issue 15), with real certificates made per run and
+ * TLS and HTTP/2 on the API listener (SPEC §12), with real certificates made per run and
  * real HTTP/2 clients (node:http2 and `curl --http2`): every part of the request path holds over h2
  * — authentication, limits, the headers, the error catalogue, GET /rate_limit, streaming both ways,
  * RST_STREAM aborting the upstream request, the access line's protocol, metrics — with no

@@ -2,7 +2,7 @@
  * SPEC §13 `ratelimit.redis` covers the limiter's calls to Redis and nothing else: with a real Redis
  * shared by two replicas, a caller whose budget another replica spent gets its first 429 from Redis
  * (a `ratelimit.redis` child span of its SERVER span), and the later 429s from the rejection cache
- * (issue 17 item 2), which make no Redis call and record no `ratelimit.redis` span, while their
+ *, which make no Redis call and record no `ratelimit.redis` span, while their
  * SERVER span still says `limited`.
  */
 import type { Server } from "node:http";

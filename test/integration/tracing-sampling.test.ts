@@ -114,7 +114,7 @@ describe("sample_ratio 0", () => {
 
 /**
  * A ratio between 0 and 1: the gateway decides a new trace's sampling before the SDK sees it
- * (issue 16: an unsampled request costs no SDK span), so this pins that the decision is the SDK's
+ * (an unsampled request costs no SDK span), so this pins that the decision is the SDK's
  * own ratio rule applied to the trace id the request really carries: a request is recorded exactly
  * when `TraceIdRatioBasedSampler(0.5)` samples its trace id, the upstream's flag says the same, and
  * a recorded SERVER span has the access line's ids.

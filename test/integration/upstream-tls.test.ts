@@ -1,5 +1,5 @@
 /**
- * `https://` upstreams through the one upstream client (issue 11 §3, SPEC §12): a private CA given
+ * `https://` upstreams through the one upstream client (SPEC §12): a private CA given
  * by `upstreams.<name>.tls.ca_file` serves plain requests and WebSocket upgrades alike; an
  * untrusted certificate is a 502; a client certificate (`cert_file`/`key_file`) reaches an upstream
  * that requires one; a file that cannot be read is a configuration error naming its key path.

@@ -1,5 +1,5 @@
 /**
- * One version everywhere (SPEC §20, issue 27): `gateway --version` and `gateway version` print it
+ * One version everywhere (SPEC §20): `gateway --version` and `gateway version` print it
  * alone on stdout; it is package.json's, the latest in the README's changelog, the Kubernetes image
  * tag's (test/repository/image-and-manifests-agree.test.ts) and the `version` label of
  * `gateway_build_info`. `gateway help` prints the usage and exits 0 without asking for a file.

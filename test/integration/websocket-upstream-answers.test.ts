@@ -1,5 +1,5 @@
 /**
- * What the upstream answers to a WebSocket handshake (issue 11 §3): a non-101 answer is an ordinary
+ * What the upstream answers to a WebSocket handshake: a non-101 answer is an ordinary
  * response (hop-by-hop fields removed, the gateway's fields added, counted with its own status,
  * not as 101); an upstream that refuses the connection is a 502 in the catalogue's shape; and
  * `connect_timeout_ms` watches the upstream socket, so a dark upstream is a 502 after it rather

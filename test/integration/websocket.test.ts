@@ -1,5 +1,5 @@
 /**
- * Issue 6 §2: WebSocket upgrades are authenticated and counted at the handshake (401/429 as plain
+ * WebSocket upgrades are authenticated and counted at the handshake (401/429 as plain
  * HTTP with the rate-limit headers, no upgrade), the 101 carries the gateway's headers, frames are
  * piped both ways, closing either side closes the other, and 1000 connect/close cycles leak no socket.
  */

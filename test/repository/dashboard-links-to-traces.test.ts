@@ -1,5 +1,5 @@
 /**
- * Issue 16 item 7: the dashboard's request panels link to traces. Every panel that queries the
+ * The dashboard's request panels link to traces. Every panel that queries the
  * request counter or the request-duration histogram links to the trace of an access line's
  * `traceId` (the `trace_id` variable) in the `DS_TEMPO` data source, and its trace searches use
  * only attributes the gateway's SERVER spans carry. (Exemplars are not used: see the README,

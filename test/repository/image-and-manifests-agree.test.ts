@@ -1,5 +1,5 @@
 /**
- * The Kubernetes manifests and the container image agree (issue 18): ports, probes and the
+ * The Kubernetes manifests and the container image agree: ports, probes and the
  * HEALTHCHECK, the user, the config path and the writable paths of a read-only root. Read from the
  * Dockerfile and config/kubernetes; npm run test:container runs the built image with the
  * Deployment's security context and the ConfigMap's gateway.yaml.

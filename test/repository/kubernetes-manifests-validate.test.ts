@@ -1,5 +1,5 @@
 /**
- * config/kubernetes against the Kubernetes API schemas (issue 18), offline: each document through
+ * config/kubernetes against the Kubernetes API schemas, offline: each document through
  * the kubernetes-models schema of its apiVersion/kind, and checked for unknown fields as
  * `kubectl apply` does. Fixtures named after the failure they cause prove each check bites.
  */

@@ -1,5 +1,5 @@
 /**
- * House rules a script can check (issue 11 §9, issue 28): the layering of the README's Architecture
+ * House rules a script can check: the layering of the README's Architecture
  * section, no import cycle among the gateway's modules, type imports included (a cycle of types
  * still ties two modules' designs together), and no source file over 300 lines.
  */

@@ -1,5 +1,5 @@
 /**
- * Three things the README once said that the code contradicted (issue 27 §7), each checked against
+ * Three things the README once said that the code contradicted, each checked against
  * the behaviour itself, so the manual cannot drift from it again: a request Node's parser refuses
  * carries the rate-limit headers and is counted and logged; a duplicate `Host` is refused with 400
  * `bad_host`; the API listener speaks TLS (and HTTP/2) when `listen.tls` is set. Each test asserts

@@ -1,5 +1,5 @@
 /**
- * The README is the whole user's manual (issue 12): it documents every configuration key of the
+ * The README is the whole user's manual: it documents every configuration key of the
  * schema (with the schema's default), every code of the error catalogue (with its status and
  * message) and every metric family, and it links to nothing outside the repository. The lists are
  * read from the code at run time, so a new key, code or metric fails this test until the README

@@ -1,5 +1,5 @@
 /**
- * Soak (issue 6 §6), not part of `npm test`: `node --import tsx test/soak/soak.ts`.
+ * Soak, not part of `npm test`: `node --import tsx test/soak/soak.ts`.
  *
  * For SOAK_SECONDS (default 60) several concurrent loops send mixed traffic — warm valid tokens,
  * never-seen valid tokens, random invalid tokens, malformed and missing headers, from several

@@ -1,6 +1,6 @@
 /**
  * The `gateway` command turns V8's concurrent marking off on V8 before 12 (Node 20), where it had young
- * collections promote proxied requests' objects (`gateway/cli/gc-tuning.ts`, issue 29), and leaves
+ * collections promote proxied requests' objects (`gateway/cli/gc-tuning.ts`), and leaves
  * newer V8 and an operator's own `node` flag alone.
  */
 import { spawnSync } from "node:child_process";

@@ -1,5 +1,5 @@
 /**
- * The cache of the store's rejections (issue 17 item 2) on injected clocks (a monotonic one here,
+ * The cache of the store's rejections on injected clocks (a monotonic one here,
  * the store's own ten minutes away), with a memory store
  * standing in for Redis: after a 429 the same answer (Remaining 0, window, limit, Reset) is given
  * without a store call until Reset, `nowMs` on the store's clock; the call at Reset reaches the

@@ -1,5 +1,5 @@
 /**
- * A large tokens file is parsed in a worker thread (issue 17 item 5: its parse garbage dies with
+ * A large tokens file is parsed in a worker thread (its parse garbage dies with
  * the worker's heap). The answer must be the one the in-thread parser gives: the same entries,
  * frozen, claims on a null prototype, and the same errors with their lines.
  */

@@ -1,5 +1,5 @@
 /**
- * The unsampled fast path writes the W3C `traceparent` itself (issue 16): it must be the bytes the
+ * The unsampled fast path writes the W3C `traceparent` itself: it must be the bytes the
  * SDK's `W3CTraceContextPropagator` writes for a non-recording child span with the same ids.
  */
 import { ROOT_CONTEXT, TraceFlags, defaultTextMapSetter, trace } from "@opentelemetry/api";

@@ -1,5 +1,5 @@
 /**
- * `gateway check --connect` (issue 27 §3): tries, concurrently, what a valid configuration names:
+ * `gateway check --connect`: tries, concurrently, what a valid configuration names:
  * Redis, the identity provider, each upstream endpoint and each TLS file.
  */
 import type { LoadedConfig } from "../../config/load.js";

@@ -1,5 +1,5 @@
 /**
- * One attempt of `gateway check --connect` (issue 27 §3): what was tried and what answered, so a
+ * One attempt of `gateway check --connect`: what was tried and what answered, so a
  * platform engineer sees from one run whether the file's Redis, identity provider and upstreams are
  * reachable with the settings it holds. Never a secret: passwords are masked in what is printed.
  */

@@ -1,0 +1,154 @@
+/**
+ * SPEC §18 "it sheds only on evidence", end to end: a fresh gateway admits a burst of 200
+ * concurrent calls to an idle upstream answering in 100 ms; long streams open across the no-load
+ * re-measurement (reached by moving the gateway's monotonic clock a minute on) hold no new call
+ * back; and a gateway whose own event loop is busy (a bounded synchronous spin in this process) in
+ * front of a fast upstream does not shrink the limit.
+ */
+import http, { type IncomingMessage, type ServerResponse } from "node:http";
+import { performance } from "node:perf_hooks";
+import { afterAll, afterEach, describe, expect, it } from "vitest";
+import { ManualClock } from "../../gateway/base/clock.js";
+import { MEASURE_MS, PROBE_INTERVAL_MS } from "../../gateway/proxy/adaptive-limit.js";
+import { startGateway, testConfig, type TestGateway } from "../helpers/gateway.js";
+import { agent, closeServer, listen, request } from "../helpers/http.js";
+
+/** A caller of the `default` priority (test/fixtures/gateway-tokens.yaml). */
+const TOKEN = "reader-token";
+const keepAlive = agent();
+const cleanups: (() => Promise<void>)[] = [];
+
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
+afterAll(() => keepAlive.destroy());
+
+/** A clock whose monotonic reading the test can move forward (the adaptive limit's clock). */
+class ShiftedClock extends ManualClock {
+  shiftMs = 0;
+  override monotonicMs(): number {
+    return performance.now() + this.shiftMs;
+  }
+}
+
+async function upstreamOf(handler: (req: IncomingMessage, res: ServerResponse) => void): Promise<string> {
+  const u = await listen(handler);
+  cleanups.push(() => closeServer(u.server));
+  return u.url;
+}
+
+async function gatewayFor(url: string, clock?: ShiftedClock): Promise<TestGateway> {
+  const base = testConfig(url);
+  const rl = base.rate_limits as { classes: Record<string, unknown> };
+  rl.classes.read = { match: { methods: ["GET"] }, windows: [{ limit: 1_000_000, window_s: 3600 }] };
+  const g = await startGateway(
+    {
+      ...base,
+      upstreams: {
+        docs: { url, timeout_ms: 10_000, adaptive_concurrency: { min_limit: 5, max_limit: 1000 } },
+      },
+      load_shedding: { priorities: {} },
+    },
+    { clock },
+  );
+  cleanups.push(() => g.close());
+  return g;
+}
+
+const call = (g: TestGateway, path = "/v1/items") =>
+  request(`${g.url}${path}`, { headers: { authorization: `Bearer ${TOKEN}` }, agent: keepAlive });
+
+const limitOf = async (g: TestGateway): Promise<number> =>
+  JSON.parse((await request(`${g.adminUrl}/upstreams`)).body).upstreams.docs.concurrency_limit as number;
+
+describe("the adaptive limit sheds only on evidence (SPEC §18)", () => {
+  it("a fresh gateway admits a burst of 200 concurrent calls to an idle upstream answering in 100 ms", async () => {
+    const url = await upstreamOf((_req, res) => void setTimeout(() => res.end("ok"), 100));
+    const g = await gatewayFor(url);
+    const answers = await Promise.all(Array.from({ length: 200 }, () => call(g)));
+    expect(answers.filter((a) => a.status !== 200)).toEqual([]);
+    // Again, now that it has seen them: latency at its no-load value is no evidence.
+    const again = await Promise.all(Array.from({ length: 200 }, () => call(g)));
+    expect(again.filter((a) => a.status !== 200)).toEqual([]);
+    expect(await limitOf(g)).toBe(1000);
+  }, 30_000);
+
+  it("long streams open across the re-measurement mark hold no new call back", async () => {
+    const streams: ServerResponse[] = [];
+    const url = await upstreamOf((req, res) => {
+      if (req.url!.startsWith("/v1/stream")) {
+        res.writeHead(200, { "content-type": "text/plain" });
+        res.write("first chunk");
+        streams.push(res);
+      } else res.end("ok");
+    });
+    cleanups.push(async () => {
+      for (const s of streams) s.end();
+    });
+    const clock = new ShiftedClock();
+    const g = await gatewayFor(url, clock);
+    // 30 streams whose heads are in (each a sample) and whose bodies stay open.
+    const heads = await Promise.all(
+      Array.from(
+        { length: 30 },
+        () =>
+          new Promise<IncomingMessage>((resolve, reject) => {
+            http
+              .get(
+                `${g.url}/v1/stream`,
+                { headers: { authorization: `Bearer ${TOKEN}` }, agent: false },
+                resolve,
+              )
+              .on("error", reject);
+          }),
+      ),
+    );
+    expect(heads.map((h) => h.statusCode)).toEqual(Array(30).fill(200));
+    // The mark, with the streams still in flight: calls neither shed nor held back.
+    clock.shiftMs += PROBE_INTERVAL_MS + 1000;
+    const during = await Promise.all(Array.from({ length: 100 }, () => call(g)));
+    expect(during.filter((a) => a.status !== 200)).toEqual([]);
+    expect(await limitOf(g)).toBe(1000);
+    // Past the re-measurement's 2 s, the streams still open: still nothing shed.
+    clock.shiftMs += MEASURE_MS;
+    const after = await Promise.all(Array.from({ length: 100 }, () => call(g)));
+    expect(after.filter((a) => a.status !== 200)).toEqual([]);
+    for (const s of streams) s.end();
+    for (const h of heads) {
+      h.resume();
+      await new Promise((r) => h.on("end", r));
+    }
+  }, 30_000);
+
+  it("a busy event loop in front of a fast upstream does not shrink the limit", async () => {
+    const url = await upstreamOf((_req, res) => res.end("ok"));
+    const g = await gatewayFor(url);
+    // The no-load latency, learnt while the loop is free.
+    for (let i = 0; i < 3; i++) await Promise.all(Array.from({ length: 20 }, () => call(g)));
+    // Then 2 s in which this process spins 40 ms out of every ~41, under 20 callers in a loop.
+    let spinning = true;
+    const spinner = (async () => {
+      const end = performance.now() + 2000;
+      while (performance.now() < end) {
+        const until = performance.now() + 40;
+        while (performance.now() < until) {
+          // busy: the gateway's event loop is held up
+        }
+        await new Promise((r) => setImmediate(r));
+      }
+      spinning = false;
+    })();
+    let made = 0;
+    const statuses: number[] = [];
+    const caller = async (): Promise<void> => {
+      while (spinning && made < 20_000) {
+        made++;
+        statuses.push((await call(g)).status);
+      }
+    };
+    await Promise.all([spinner, ...Array.from({ length: 20 }, caller)]);
+    expect(made).toBeGreaterThan(100);
+    expect(statuses.filter((s) => s !== 200)).toEqual([]);
+    expect(await limitOf(g)).toBe(1000);
+  }, 30_000);
+});

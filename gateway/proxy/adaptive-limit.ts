@@ -4,31 +4,36 @@
  *
  * - **Startup** (a fresh limit, a changed `adaptive_concurrency` block, and every re-measurement):
  *   the limit is `max_limit`. After Google's BBR (draft-cardwell-iccrg-bbr-congestion-control,
- *   "Startup"): it ends on the first window in which every call waited (each sample above
- *   {@link RTT_TOLERANCE} × the no-load latency and {@link RESOLUTION_MS} above it), when the upstream is saturated, so the rate of
- *   its answers is its capacity; the limit becomes that bandwidth-delay product, answers per ms ×
+ *   "Startup"): it ends on the first window in which the calls waited ({@link WAITED_SHARE} of
+ *   them, each above
+ *   {@link RTT_TOLERANCE} × the no-load latency and {@link RESOLUTION_MS} above it), when the
+ *   upstream is saturated, so the rate of its answers is its capacity; the limit becomes that bandwidth-delay product, answers per ms ×
  *   no-load latency × {@link RTT_TOLERANCE} (Little's law: the calls it serves at once, plus room).
- *   A window where some call went straight through is no evidence, whatever the average.
+ *   A window where more than a tenth of the calls went straight through is no evidence, whatever
+ *   its average.
  * - **Steady**: Netflix's concurrency-limits `Gradient2Limit` (concurrency-limits-core/src/main/
  *   java/com/netflix/concurrency/limits/limit/Gradient2Limit.java, windows of `WindowedLimit.java`):
  *
- *     gradient = clamp(RTT_TOLERANCE × noLoad / windowAverage, 0.5, 1)
+ *     gradient = clamp(max(RTT_TOLERANCE × noLoad, noLoad + RESOLUTION_MS) / windowAverage, 0.5, 1)
  *     target   = limit × gradient + QUEUE_SIZE
  *     limit    = clamp(limit × (1 − SMOOTHING) + target × SMOOTHING, minLimit, maxLimit)
  *
  *   Flat latency grows it by QUEUE_SIZE × SMOOTHING per window; sustained latency at 2× or more
  *   holds it near QUEUE_SIZE / (1 − 0.5) = 8 calls, min_limit permitting.
- * - **No-load latency**: the smallest clean sample (not `Gradient2Limit`'s average of every sample,
- *   which drifts up under a sustained overload). Every {@link PROBE_INTERVAL_MS} it is forgotten
+ * - **No-load latency**: the smallest sample (not `Gradient2Limit`'s average of every sample, which
+ *   drifts up under a sustained overload). Every {@link PROBE_INTERVAL_MS} (less up to
+ *   {@link JITTER} of it, Envoy's `jitter`, so replicas do not re-measure together) it is forgotten
  *   and taken afresh, as Envoy's adaptive concurrency filter does (source/extensions/filters/http/
  *   adaptive_concurrency/controller/gradient_controller.cc, "minRTT calculation window"), but
  *   without Envoy's pinning of the limit to `min_concurrency` meanwhile: the re-measurement is the
- *   smallest of the next {@link WINDOW_SAMPLES} clean samples or of {@link MEASURE_MS}, whichever
- *   ends first, while the limit is back in startup. Calls in flight neither delay nor count in it.
- * - **The gateway's own delay**: a sample is the time to the response head less the event loop's
- *   stall over the call (gateway/base/loop-stall.ts), a lower bound of the upstream's latency, so
- *   a busy gateway never reads as a queueing upstream; only a sample the stall barely touched
- *   ({@link CLEAN_STALL_SHARE}) may set the no-load latency, which a lower bound would understate.
+ *   smallest latency of the first {@link WINDOW_SAMPLES} calls sent after the mark to answer, or
+ *   of those answering within {@link MEASURE_MS}, whichever ends first, while the limit is back in
+ *   startup. Calls sent before the mark do not count (Envoy's "disregard samples from the previous
+ *   minRTT epoch"), and no call in flight delays its end.
+ * - **The gateway's own delay**: the windows judge a latency less the event loop's stall over the
+ *   call (gateway/base/loop-stall.ts), a lower bound of the upstream's latency, while the no-load
+ *   latency is the smallest whole latency, an upper bound of the upstream's: each error leans
+ *   towards shedding less, so a busy gateway never reads as a queueing upstream.
  */
 import type { Milliseconds } from "../base/clock.js";
 
@@ -46,10 +51,14 @@ export const QUEUE_SIZE = 4;
 export const WINDOW_MS: Milliseconds = 1_000;
 /** `WindowedLimit`'s `windowSize`: a window needs at least 10 samples to count. */
 export const WINDOW_SAMPLES = 10;
+/** Startup ends on a window where at least this share of the calls waited (one fast call is no veto). */
+export const WAITED_SHARE = 0.9;
 /** A startup window's shortest time (ms; at least twice the no-load latency too), to read a rate. */
 export const STARTUP_WINDOW_MS: Milliseconds = 100;
 /** SPEC §18's "at least once a minute" (Envoy's `min_rtt_calc_params.interval` default, 60 s). */
 export const PROBE_INTERVAL_MS: Milliseconds = 60_000;
+/** Envoy's `min_rtt_calc_params.jitter` default: the interval is shortened by up to 15 %. */
+export const JITTER = 0.15;
 /** SPEC §18: the re-measurement ends within 2 s whatever is in flight. */
 export const MEASURE_MS: Milliseconds = 2_000;
 /**
@@ -58,8 +67,6 @@ export const MEASURE_MS: Milliseconds = 2_000;
  * tells from the upstream's time.
  */
 export const RESOLUTION_MS: Milliseconds = 20;
-/** A sample whose call saw the loop stall more than this share of it never sets the no-load latency. */
-export const CLEAN_STALL_SHARE = 0.1;
 
 /** Bounds and clock of one limit. */
 export interface AdaptiveLimitOptions {
@@ -69,11 +76,13 @@ export interface AdaptiveLimitOptions {
   maxLimit: number;
   /** Monotonic milliseconds. */
   nowMs: () => Milliseconds;
+  /** A uniform draw in [0, 1) (the interval's jitter). @default Math.random */
+  random?: () => number;
 }
 
 /** One upstream's adaptive limit: fed a latency per call, read as {@link limit}. */
 export class AdaptiveLimit {
-  /** The no-load latency (ms): the smallest clean sample since the last re-measurement. */
+  /** The no-load latency (ms): the smallest sample since the last re-measurement. */
   noLoadMs = Infinity;
   private current: number;
   private estimate: number;
@@ -81,27 +90,32 @@ export class AdaptiveLimit {
   private readonly minLimit: number;
   private readonly maxLimit: number;
   private readonly nowMs: () => Milliseconds;
+  private readonly random: () => number;
   /** The re-measurement's end (ms), or -Infinity when none is under way. */
   private measureEndsMs: Milliseconds;
   private measured = 0;
+  private measureStartMs: Milliseconds;
   private previousNoLoadMs = Infinity;
   private nextMeasureMs: Milliseconds;
   private windowStartMs: Milliseconds;
   private windowSumMs = 0;
-  private windowMinMs = Infinity;
+  /** Samples of the window above the queueing latency (startup's evidence). */
+  private windowWaited = 0;
   private windowCount = 0;
   private windowMaxInFlight = 0;
 
-  constructor({ minLimit, maxLimit, nowMs }: AdaptiveLimitOptions) {
+  constructor({ minLimit, maxLimit, nowMs, random = Math.random }: AdaptiveLimitOptions) {
     this.minLimit = minLimit;
     this.maxLimit = maxLimit;
     this.nowMs = nowMs;
+    this.random = random;
     this.estimate = maxLimit;
     this.current = maxLimit;
     const now = nowMs();
     this.windowStartMs = now;
+    this.measureStartMs = now;
     this.measureEndsMs = now + MEASURE_MS;
-    this.nextMeasureMs = now + PROBE_INTERVAL_MS;
+    this.nextMeasureMs = now + this.interval();
   }
 
   /** The current limit (calls in flight), an integer within the bounds. */
@@ -132,23 +146,26 @@ export class AdaptiveLimit {
   sample(latencyMs: Milliseconds, inFlight: number, stallMs: Milliseconds = 0): void {
     const now = this.nowMs();
     if (now >= this.nextMeasureMs) this.remeasure(now);
-    const clean = stallMs <= CLEAN_STALL_SHARE * latencyMs;
-    const ms = stallMs > 0 ? Math.max(0, latencyMs - stallMs) : latencyMs;
-    if (clean && ms < this.noLoadMs) this.noLoadMs = ms;
     if (this.measureEndsMs !== -Infinity) {
-      if (clean) this.measured++;
+      // Envoy (#11579): a call sent before the mark may have queued behind the old limit.
+      if (now - latencyMs >= this.measureStartMs) {
+        if (latencyMs < this.noLoadMs) this.noLoadMs = latencyMs;
+        this.measured++;
+      }
       if (this.measured >= WINDOW_SAMPLES || now >= this.measureEndsMs) this.endMeasure(now);
       return;
     }
+    if (latencyMs < this.noLoadMs) this.noLoadMs = latencyMs;
+    const ms = stallMs > 0 ? Math.max(0, latencyMs - stallMs) : latencyMs;
     this.windowSumMs += ms;
     this.windowCount++;
-    if (ms < this.windowMinMs) this.windowMinMs = ms;
+    if (ms > this.queueingMs()) this.windowWaited++;
     if (inFlight > this.windowMaxInFlight) this.windowMaxInFlight = inFlight;
     if (this.windowCount < WINDOW_SAMPLES) return;
     const elapsed = now - this.windowStartMs;
     if (this.startup) {
       if (elapsed < Math.max(STARTUP_WINDOW_MS, 2 * this.noLoadMs)) return;
-      if (this.windowMinMs > this.queueingMs()) this.leaveStartup(this.windowCount / elapsed);
+      if (this.windowWaited >= WAITED_SHARE * this.windowCount) this.leaveStartup(this.windowCount / elapsed);
     } else {
       if (elapsed < WINDOW_MS) return;
       this.update(this.windowSumMs / this.windowCount, this.windowMaxInFlight);
@@ -183,20 +200,26 @@ export class AdaptiveLimit {
     return Math.max(RTT_TOLERANCE * noLoad, noLoad + RESOLUTION_MS);
   }
 
+  /** The time to the next mark (ms): at most {@link PROBE_INTERVAL_MS} (SPEC §18). */
+  private interval(): Milliseconds {
+    return PROBE_INTERVAL_MS * (1 - JITTER * this.random());
+  }
+
   /** The mark: forget the no-load latency, measure it afresh, and start over from `max_limit`. */
   private remeasure(now: Milliseconds): void {
     this.previousNoLoadMs = this.noLoadMs;
     this.noLoadMs = Infinity;
     this.measured = 0;
+    this.measureStartMs = now;
     this.measureEndsMs = now + MEASURE_MS;
-    this.nextMeasureMs = now + PROBE_INTERVAL_MS;
+    this.nextMeasureMs = now + this.interval();
     this.startup = true;
     this.estimate = this.maxLimit;
     this.current = this.maxLimit;
   }
 
   private endMeasure(now: Milliseconds): void {
-    // No clean answer within the time (only long calls in flight, or a busy gateway): keep the old.
+    // No call sent since the mark answered in time (only long calls in flight): keep the old one.
     if (this.noLoadMs === Infinity) this.noLoadMs = this.previousNoLoadMs;
     this.measureEndsMs = -Infinity;
     this.resetWindow(now);
@@ -205,7 +228,7 @@ export class AdaptiveLimit {
   private resetWindow(now: Milliseconds): void {
     this.windowStartMs = now;
     this.windowSumMs = 0;
-    this.windowMinMs = Infinity;
+    this.windowWaited = 0;
     this.windowCount = 0;
     this.windowMaxInFlight = 0;
   }

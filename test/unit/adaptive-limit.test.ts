@@ -22,7 +22,9 @@ type Limit = { limit: AdaptiveLimit; clock: { ms: number } };
 /** A limit on a clock the test moves. */
 function limitOf(minLimit = 1, maxLimit = 1000): Limit {
   const clock = { ms: 0 };
-  return { limit: new AdaptiveLimit({ minLimit, maxLimit, nowMs: () => clock.ms }), clock };
+  // No jitter: the mark is exactly PROBE_INTERVAL_MS after the start.
+  const limit = new AdaptiveLimit({ minLimit, maxLimit, nowMs: () => clock.ms, random: () => 0 });
+  return { limit, clock };
 }
 
 /** Feeds `n` samples of `latencyMs`, `everyMs` apart, with `inFlight` calls in flight. */
@@ -70,14 +72,14 @@ describe("the adaptive concurrency limit", () => {
     expect(l.limit.limit).toBe(1000);
   });
 
-  it("leaves startup only on a window where every call waited, for the bandwidth-delay product", () => {
+  it("leaves startup only on a window where nine calls in ten waited, for the bandwidth-delay product", () => {
     const l = limitOf(5, 1000);
     feed(l, WINDOW_SAMPLES, 50, 5);
     expect(l.limit.noLoadMs).toBe(50);
-    // Slow on average, but one call in each window went straight through: no evidence.
+    // Slow on average, but a quarter of each window went straight through: no evidence.
     for (let w = 0; w < 20; w++) {
-      feed(l, 19, 400, 5, 300);
-      feed(l, 1, 50, 5, 300);
+      feed(l, 15, 400, 5, 300);
+      feed(l, 5, 50, 5, 300);
     }
     expect(l.limit.limit).toBe(1000);
     // Every call waits; 0.2 answers per ms at 50 ms no-load: 10 served at once, × 1.5.
@@ -167,7 +169,10 @@ describe("the adaptive concurrency limit", () => {
     run(l, 50, () => 100);
     expect(l.limit.noLoadMs).toBe(50);
     l.clock.ms = 2 * PROBE_INTERVAL_MS;
-    // Ten answers end the measurement early, with calls in flight at any concurrency.
+    // Ten answers to calls sent after the mark end it early, at any concurrency; the first ten
+    // answers here (100 ms, 10 ms apart) are to calls sent before it, which do not count.
+    feed(l, WINDOW_SAMPLES, 100, 10, 500);
+    expect(l.limit.measuring).toBe(true);
     feed(l, WINDOW_SAMPLES, 100, 10, 500);
     expect(l.limit.measuring).toBe(false);
     expect(l.limit.noLoadMs).toBe(100);
@@ -184,12 +189,32 @@ describe("the adaptive concurrency limit", () => {
       l.limit.sample(5 + stallMs, 50, stallMs);
     }
     expect(l.limit.noLoadMs).toBe(5);
+    expect(l.limit.starting).toBe(true);
     expect(l.limit.limit).toBe(1000);
-    // A stalled sample never sets the no-load latency (its discounted value understates it).
+    // The no-load latency is a whole latency (an upper bound), never one less its stall.
     const m = limitOf(5, 1000);
+    m.clock.ms = 60;
     m.limit.sample(50, 1, 48);
-    expect(m.limit.noLoadMs).toBe(Infinity);
+    expect(m.limit.noLoadMs).toBe(50);
   });
+});
+
+it("shortens the interval by up to 15 % (Envoy's jitter), never lengthens it", () => {
+  for (const draw of [0, 0.5, 0.999]) {
+    const clock = { ms: 0 };
+    const limit = new AdaptiveLimit({
+      minLimit: 1,
+      maxLimit: 100,
+      nowMs: () => clock.ms,
+      random: () => draw,
+    });
+    clock.ms = MEASURE_MS;
+    expect(limit.measuring).toBe(false);
+    clock.ms = PROBE_INTERVAL_MS * (1 - 0.15 * draw) - 1;
+    expect(limit.measuring).toBe(false);
+    clock.ms += 1;
+    expect(limit.measuring).toBe(true);
+  }
 });
 
 describe("admission across the re-measurement", () => {

@@ -120,7 +120,8 @@ export class AdaptiveLimit {
 
   /** The current limit (calls in flight), an integer within the bounds. */
   get limit(): number {
-    if (this.nowMs() >= this.nextMeasureMs) this.remeasure(this.nowMs());
+    const now = this.nowMs();
+    if (now >= this.nextMeasureMs) this.remeasure(now);
     return this.current;
   }
 
@@ -173,7 +174,7 @@ export class AdaptiveLimit {
     this.resetWindow(now);
   }
 
-  /** Every call of a window waited: the upstream is saturated and answers at its capacity. */
+  /** Nine calls in ten of a window waited: the upstream is saturated and answers at its capacity. */
   private leaveStartup(answersPerMs: number): void {
     this.startup = false;
     const bdp = answersPerMs * this.noLoadMs * RTT_TOLERANCE;

@@ -32,7 +32,9 @@ let lastLoad: { key: string; tokens: WeakRef<ReadonlyMap<string, TokenInfo>> } |
  * same map without parsing again.
  * @param file - path of the YAML file
  * @param claimNames - extra fields an entry may carry, kept in {@link TokenInfo.claims} (the
- *   `rate_limits.plan_claim` name when configured)
+ *   `rate_limits.plan_claim` name when configured, and the budgets' claims)
+ * @param valueClaims - those of `claimNames` whose value is a string or a number (the budgets'
+ *   claims, SPEC §22); the others are strings
  * @returns token SHA-256 hex (lower case) → frozen {@link TokenInfo}
  * @throws TokensFileError naming the file and every bad entry and field (`tokens.yaml: "dev-…".scope:
  *   ...`), when the file cannot be read, is not YAML, does not match the shape, or lists a token twice
@@ -40,20 +42,31 @@ let lastLoad: { key: string; tokens: WeakRef<ReadonlyMap<string, TokenInfo>> } |
 export function loadStaticTokens(
   file: string,
   claimNames: readonly string[] = [],
+  valueClaims: readonly string[] = [],
 ): ReadonlyMap<string, TokenInfo> {
   let size = 0n;
   let key: string | undefined;
   try {
     const st = statSync(file, { bigint: true });
     size = st.size;
-    key = [path.resolve(file), st.dev, st.ino, st.size, st.mtimeNs, st.ctimeNs, ...claimNames].join("\0");
+    key = [
+      path.resolve(file),
+      st.dev,
+      st.ino,
+      st.size,
+      st.mtimeNs,
+      st.ctimeNs,
+      ...claimNames,
+      "",
+      ...valueClaims,
+    ].join("\0");
   } catch {
     // Unreadable: parseStaticTokens says why.
   }
   const known = key !== undefined && lastLoad?.key === key ? lastLoad.tokens.deref() : undefined;
   if (known !== undefined) return known;
-  const parsed = size >= WORKER_MIN_BYTES ? parseInWorker(file, claimNames) : null;
-  const tokens = parsed ?? parseStaticTokens(file, claimNames);
+  const parsed = size >= WORKER_MIN_BYTES ? parseInWorker(file, claimNames, valueClaims) : null;
+  const tokens = parsed ?? parseStaticTokens(file, claimNames, valueClaims);
   if (key !== undefined) lastLoad = { key, tokens: new WeakRef(tokens) };
   return tokens;
 }
@@ -87,7 +100,11 @@ type WorkerAnswer =
  * @returns the tokens, or null when the worker gave no answer (then the caller parses here)
  * @throws TokensFileError as the worker found it
  */
-export function parseInWorker(file: string, claimNames: readonly string[]): Map<string, TokenInfo> | null {
+export function parseInWorker(
+  file: string,
+  claimNames: readonly string[],
+  valueClaims: readonly string[] = [],
+): Map<string, TokenInfo> | null {
   const done = new Int32Array(new SharedArrayBuffer(4));
   const { port1, port2 } = new MessageChannel();
   const ts = import.meta.url.endsWith(".ts");
@@ -96,7 +113,15 @@ export function parseInWorker(file: string, claimNames: readonly string[]): Map<
   try {
     worker = new Worker(ts ? BOOT_TS : BOOT, {
       eval: true,
-      workerData: { file, claimNames: [...claimNames], port: port2, done, entry, parent: import.meta.url },
+      workerData: {
+        file,
+        claimNames: [...claimNames],
+        valueClaims: [...valueClaims],
+        port: port2,
+        done,
+        entry,
+        parent: import.meta.url,
+      },
       transferList: [port2],
     });
   } catch {
@@ -137,10 +162,16 @@ export class StaticTokenSource implements IntrospectionSource {
    * @param tokensFile - the YAML file, absolute or relative to `baseDir`
    * @param baseDir - directory of the configuration file
    * @param claimNames - extra fields an entry may carry (see {@link loadStaticTokens})
+   * @param valueClaims - those of them that may be numbers (see {@link loadStaticTokens})
    * @throws TokensFileError from {@link loadStaticTokens}
    */
-  constructor(tokensFile: string, baseDir: string = process.cwd(), claimNames: readonly string[] = []) {
-    this.#tokens = loadStaticTokens(path.resolve(baseDir, tokensFile), claimNames);
+  constructor(
+    tokensFile: string,
+    baseDir: string = process.cwd(),
+    claimNames: readonly string[] = [],
+    valueClaims: readonly string[] = [],
+  ) {
+    this.#tokens = loadStaticTokens(path.resolve(baseDir, tokensFile), claimNames, valueClaims);
   }
 
   /** @returns the entry for `token`; `{ active: false, scope: [] }` when it is not listed */

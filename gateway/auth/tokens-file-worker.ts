@@ -11,6 +11,7 @@ import { parseStaticTokens, TokensFileError } from "./tokens-file.js";
 interface TokensFileJob {
   file: string;
   claimNames: string[];
+  valueClaims: string[];
   port: MessagePort;
   /** Set to 1 (and notified) once the answer is posted. */
   done: Int32Array;
@@ -18,7 +19,7 @@ interface TokensFileJob {
 
 const job = workerData as TokensFileJob;
 try {
-  job.port.postMessage({ entries: [...parseStaticTokens(job.file, job.claimNames)] });
+  job.port.postMessage({ entries: [...parseStaticTokens(job.file, job.claimNames, job.valueClaims)] });
 } catch (err) {
   job.port.postMessage({
     error:

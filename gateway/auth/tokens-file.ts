@@ -25,19 +25,23 @@ const entrySchema = z.strictObject({
 
 /**
  * The file's schema: entries accept, besides the fields above, each of `claimNames` (the
- * `rate_limits.plan_claim` field, SPEC §10) as a string.
+ * `rate_limits.plan_claim` field, SPEC §10) as a string, and each of `valueClaims` (a budget's
+ * claim, SPEC §22) as a string or a number.
  */
-function fileSchemaOf(claimNames: readonly string[]) {
+function fileSchemaOf(claimNames: readonly string[], valueClaims: readonly string[]) {
   const extra = claimNames.filter((n) => !Object.hasOwn(entrySchema.shape, n));
+  const value = z.union([z.string().min(1), z.number()], { error: "expected a string or a number" });
   // Typed as the base entry: the extra fields are read only through `pickClaims`.
   const entry = entrySchema.extend(
     Object.fromEntries(
       extra.map((n) => [
         n,
-        z
-          .string({ error: "expected a plan name (a string)" })
-          .min(1, { error: "expected a plan name (a string)" })
-          .optional(),
+        valueClaims.includes(n)
+          ? value.optional()
+          : z
+              .string({ error: "expected a plan name (a string)" })
+              .min(1, { error: "expected a plan name (a string)" })
+              .optional(),
       ]),
     ),
   ) as unknown as typeof entrySchema;
@@ -112,7 +116,11 @@ export class TokensFileError extends Error {
  * Reads and validates a tokens file in this thread ({@link loadStaticTokens} without the worker).
  * @throws TokensFileError as {@link loadStaticTokens}
  */
-export function parseStaticTokens(file: string, claimNames: readonly string[] = []): Map<string, TokenInfo> {
+export function parseStaticTokens(
+  file: string,
+  claimNames: readonly string[] = [],
+  valueClaims: readonly string[] = [],
+): Map<string, TokenInfo> {
   const lineCounter = new LineCounter();
   let text: string;
   try {
@@ -150,7 +158,7 @@ export function parseStaticTokens(file: string, claimNames: readonly string[] = 
       seen.add(value);
     }
   }
-  const schema = fileSchemaOf(claimNames);
+  const schema = fileSchemaOf(claimNames, valueClaims);
   const parsed = schema.file.safeParse(doc.toJS() ?? {});
   if (!parsed.success) {
     throw new TokensFileError(

@@ -38,7 +38,8 @@ function describePlans(config: GatewayConfig): string[] {
     ].filter((x) => x !== undefined);
     lines.push(`  ${name}${notes.length > 0 ? ` (${notes.join(", ")})` : ""}`);
     for (const [cls, c] of Object.entries(rl.classes)) {
-      const own = overrides[cls];
+      const entry = overrides[cls];
+      const own = entry === undefined || Array.isArray(entry) ? entry : entry.windows;
       lines.push(
         `    ${cls.padEnd(12)} ${windowsText(own ?? c.windows).padEnd(20)} ${own === undefined ? "(class)" : "(plan)"}`,
       );
@@ -86,6 +87,12 @@ export function describeConfig(config: GatewayConfig, env: NodeJS.ProcessEnv = p
       `  ${name.padEnd(12)} ${windowsText(c.windows).padEnd(20)} ${c.algorithm}${c.mode === "shadow" ? " (shadow)" : ""}` +
         `  per ${identity}  match: ${match}`,
     );
+    // SPEC §22: shared budgets, and what a call spends.
+    for (const b of c.budgets ?? []) lines.push(`    + ${b.key} ${windowsText(b.windows)}`);
+    if (c.cost > 1 || c.charge !== undefined) {
+      const charge = c.charge === undefined ? "" : ` + ${c.charge.header} (max ${c.charge.max})`;
+      lines.push(`    units per call: ${c.cost}${charge}`);
+    }
   }
   const anon = windowsText(config.rate_limits.anonymous.windows);
   lines.push(`  ${"anonymous".padEnd(12)} ${anon.padEnd(20)} per client IP`);

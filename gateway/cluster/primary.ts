@@ -93,7 +93,8 @@ class Primary {
     this.count = workerCount(loaded.config.workers);
     this.sink =
       loaded.config.log.format === "pretty"
-        ? (prettyDestination(this.out) as LineSink & DestinationStream)
+        ? (prettyDestination(this.out, ["debug", "trace"].includes(loaded.config.log.level)) as LineSink &
+            DestinationStream)
         : this.out;
     this.relay = new LineRelay(this.sink);
     this.logger = createLogger(loaded.config.log.level, this.sink, { pid: process.pid });

@@ -3,8 +3,8 @@
  * beside or instead of one introspection source (RFC 7662 or the static file), each with its cache.
  */
 import { z } from "zod";
-import { httpUrl, nonNegativeInt, positiveInt } from "./primitives.js";
-import { windowsSchema } from "./rate-limits-schema.js";
+import { durationMs, httpUrl, lruCapacity, nonNegativeInt, positiveInt, timerSeconds } from "./primitives.js";
+import { windowsSchema } from "./windows-schema.js";
 
 /** Authorization schemes `auth.schemes` may list. */
 export const AUTH_SCHEMES = ["Bearer", "token"] as const;
@@ -13,7 +13,7 @@ export type AuthScheme = (typeof AUTH_SCHEMES)[number];
 
 /** `auth.introspection.cache` and `auth.static.cache`. */
 const cacheSchema = z.strictObject({
-  max_entries: positiveInt.default(100_000).describe("Token cache capacity (entries)."),
+  max_entries: lruCapacity.default(100_000).describe("Token cache capacity (entries)."),
   max_ttl_s: positiveInt.default(300).describe("Longest time a positive answer is trusted (s)."),
   negative_ttl_s: nonNegativeInt.default(10).describe("Time an inactive/unknown answer is cached (s)."),
   stale_if_error_s: nonNegativeInt
@@ -25,7 +25,7 @@ const introspectionSchema = z.strictObject({
   url: httpUrl.describe("RFC 7662 introspection endpoint."),
   client_id: z.string().min(1).describe("Client id for HTTP Basic client authentication."),
   client_secret: z.string().min(1).describe("Client secret; use ${ENV_VAR} interpolation."),
-  timeout_ms: positiveInt.default(2_000).describe("Introspection call timeout (ms)."),
+  timeout_ms: durationMs.default(2_000).describe("Introspection call timeout (ms)."),
   cache: cacheSchema.prefault({}),
 });
 
@@ -82,8 +82,8 @@ const jwtSchema = z.strictObject({
     .optional()
     .describe("Accepted `typ` header values (e.g. `at+jwt`, RFC 9068 §2.1); not checked when absent."),
   leeway_s: nonNegativeInt.default(30).describe("Clock skew allowed on `exp`, `nbf` and `iat` (s)."),
-  timeout_ms: positiveInt.default(2_000).describe("Bound on one JWKS or discovery fetch (ms)."),
-  jwks_refresh_s: positiveInt
+  timeout_ms: durationMs.default(2_000).describe("Bound on one JWKS or discovery fetch (ms)."),
+  jwks_refresh_s: timerSeconds
     .default(300)
     .describe("Background refresh period of the key set (s); after a failed fetch, at most 30 s."),
   cache: jwtCacheSchema.prefault({}),
@@ -119,18 +119,26 @@ export const authSchema = z
       .describe("The brute-force guard on tokens no cache knows (SPEC §3)."),
   })
   .superRefine((auth, ctx) => {
-    const sources = (auth.introspection === undefined ? 0 : 1) + (auth.static === undefined ? 0 : 1);
-    if (sources > 1 || (sources === 0 && auth.jwt === undefined)) {
-      ctx.addIssue({
-        code: "custom",
-        message:
-          sources === 0
-            ? "expected a token source: `jwt` (JWT access tokens), `introspection` (an RFC 7662 endpoint) or `static` (a tokens file)"
-            : "expected one of `jwt`, `introspection` or `static`, or `jwt` beside one of the other two",
-        input: Object.keys(auth),
-      });
-    }
+    const message = authSourceProblem(auth);
+    if (message !== undefined) ctx.addIssue({ code: "custom", message, input: Object.keys(auth) });
   });
+
+/**
+ * `auth`'s own cross-field check, on the raw mapping too (`cross-checks.ts`): one token source,
+ * or `jwt` beside one.
+ * @returns the message, or undefined when the sources combine
+ */
+export function authSourceProblem(auth: {
+  jwt?: unknown;
+  introspection?: unknown;
+  static?: unknown;
+}): string | undefined {
+  const sources = (auth.introspection === undefined ? 0 : 1) + (auth.static === undefined ? 0 : 1);
+  if (sources === 1 || (sources === 0 && auth.jwt !== undefined)) return undefined;
+  return sources === 0
+    ? "expected a token source: `jwt` (JWT access tokens), `introspection` (an RFC 7662 endpoint) or `static` (a tokens file)"
+    : "expected one of `jwt`, `introspection` or `static`, or `jwt` beside one of the other two";
+}
 
 /** `auth.guard` (SPEC §3). */
 export type GuardConfig = z.output<typeof authSchema>["guard"];

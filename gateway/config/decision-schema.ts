@@ -51,7 +51,7 @@ export interface ListenerProblem {
 export function listenerProblems(
   listen: { enabled: boolean; port: number },
   adminPort: number,
-  decision: DecisionConfig | undefined,
+  decision: { listen: { port: number } } | undefined,
 ): ListenerProblem[] {
   const out: ListenerProblem[] = [];
   if (decision === undefined) {

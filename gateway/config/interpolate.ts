@@ -53,5 +53,6 @@ export function withLogLevel(raw: unknown, level: string | undefined): unknown {
   const doc = raw as Record<string, unknown>;
   const log = doc.log;
   if (log !== undefined && (log === null || typeof log !== "object")) return raw; // the schema says why
-  return { ...doc, log: { ...(log as object | undefined), level } };
+  // Operators write WARN as often as warn: pino's level names are lower case.
+  return { ...doc, log: { ...(log as object | undefined), level: level.toLowerCase() } };
 }

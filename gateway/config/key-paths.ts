@@ -8,6 +8,19 @@
  */
 import type { z } from "zod";
 
+/** Schemas parsed by hand (a transform) and the shapes they accept, for the walkers below. */
+const alternatives = new WeakMap<z.ZodType, readonly z.ZodType[]>();
+
+/**
+ * Declares the shapes a schema that parses by hand accepts (a value that is either a list or a
+ * mapping), so its keys are listed and suggested like any other's.
+ * @returns `schema`
+ */
+export function withAlternatives<T extends z.ZodType>(schema: T, shapes: readonly z.ZodType[]): T {
+  alternatives.set(schema, shapes);
+  return schema;
+}
+
 /** Wrappers that hold one inner schema (zod 4 `def.type` → the inner schema). */
 function unwrap(schema: z.ZodType): z.ZodType {
   let s = schema;
@@ -59,6 +72,11 @@ function defaultOf(schema: z.ZodType): { value: unknown } | undefined {
  * @example keyEntries(gatewayConfigSchema)[1] // { path: "listen.port", default: { value: 8080 } }
  */
 export function keyEntries(schema: z.ZodType, prefix = ""): KeyEntry[] {
+  const alts = alternatives.get(schema);
+  if (alts !== undefined) {
+    const seen = new Set<string>();
+    return alts.flatMap((a) => keyEntries(a, prefix)).filter((e) => !seen.has(e.path) && seen.add(e.path));
+  }
   const shape = shapeOf(schema);
   if (shape !== undefined) {
     return Object.entries(shape).flatMap(([key, child]) => {
@@ -83,6 +101,10 @@ export function keyEntries(schema: z.ZodType, prefix = ""): KeyEntry[] {
 export function knownKeysAt(schema: z.ZodType, segments: readonly PropertyKey[]): string[] | undefined {
   let s: z.ZodType | undefined = schema;
   for (const seg of segments) {
+    // A hand-parsed value: the alternative of the segment's kind (a mapping's key, a list's index).
+    const alts = alternatives.get(s);
+    if (alts !== undefined) s = alts.find((a) => (shapeOf(a) !== undefined) === (typeof seg === "string"));
+    if (s === undefined) return undefined;
     const shape = shapeOf(s);
     if (shape !== undefined) {
       s = typeof seg === "string" && Object.hasOwn(shape, seg) ? shape[seg] : undefined;
@@ -91,7 +113,8 @@ export function knownKeysAt(schema: z.ZodType, segments: readonly PropertyKey[])
     }
     if (s === undefined) return undefined;
   }
-  const shape = shapeOf(s);
+  const alts = alternatives.get(s);
+  const shape = shapeOf(alts?.find((a) => shapeOf(a) !== undefined) ?? s);
   return shape === undefined ? undefined : Object.keys(shape);
 }
 

@@ -11,8 +11,11 @@ import type { ConfigFinding } from "./finding.js";
 import { closestKey, knownKeysAt } from "./key-paths.js";
 import { configHash } from "./named-files.js";
 import { interpolate, withLogLevel, type UnsetReference } from "./interpolate.js";
+import { configIssueMessage } from "./issue-messages.js";
+import type { ReceivedOverride } from "./primitives.js";
 import { gatewayConfigSchema, type GatewayConfig } from "./schema.js";
-import { laterCustomIssues, validSections } from "./sections.js";
+import { crossFieldProblems } from "./cross-checks.js";
+import { validSections } from "./sections.js";
 
 /**
  * One configuration problem. `path` is the key path as printed (`routes[0].upstream`; a key that
@@ -105,7 +108,8 @@ export interface ParseOptions {
 
 /**
  * Parses and validates YAML text. Every problem is reported in one pass: the schema's, the
- * cross-references', and those of `check` on the sections that are valid by themselves.
+ * cross-references' (`cross-checks.ts`, on the raw document, whatever the schema found), and those
+ * of `check` on the sections that are valid by themselves.
  * @param text - the YAML document
  * @param source - file name for messages
  * @param env - environment for `${VAR}` / `${VAR:-default}` interpolation and `LOG_LEVEL`
@@ -146,18 +150,25 @@ export function parseConfig(
     message: `environment variable ${u.name} is not set`,
   }));
   const problems: Found[] = warnOnly ? [] : envFound;
-  const result = gatewayConfigSchema.safeParse(raw ?? {});
-  if (!result.success) {
-    // A missing ${VAR} already explains the empty value the schema then rejects.
-    const envPaths = new Set(problems.map((p) => p.path));
-    const seen = new Set<string>();
-    for (const issue of [...result.error.issues, ...laterCustomIssues(raw, result.error.issues)]) {
-      for (const problem of toProblems(issue, raw)) {
-        const key = `${problem.path}\0${problem.message}`;
-        if (envPaths.has(problem.path) || seen.has(key)) continue;
-        seen.add(key);
-        problems.push(problem);
-      }
+  const result = gatewayConfigSchema.safeParse(raw ?? {}, { error: configIssueMessage });
+  // A missing ${VAR} already explains the empty value the schema then rejects.
+  const envPaths = new Set(problems.map((p) => p.path));
+  const seen = new Set<string>();
+  const crossIssues = crossFieldProblems(raw).map(
+    (p): z.core.$ZodIssue => ({
+      code: "custom",
+      path: p.path,
+      message: p.message,
+      input: undefined,
+      ...(p.atKey && { params: { atKey: true } }),
+    }),
+  );
+  for (const issue of [...(result.success ? [] : result.error.issues), ...crossIssues]) {
+    for (const problem of toProblems(issue, raw)) {
+      const key = `${problem.path}\0${problem.message}`;
+      if (envPaths.has(problem.path) || seen.has(key)) continue;
+      seen.add(key);
+      problems.push(problem);
     }
   }
   if (check !== undefined) {
@@ -231,6 +242,15 @@ function toProblems(issue: z.core.$ZodIssue, raw: unknown): Found[] {
         message: `${issue.issues.map((i) => i.message).join("; ")}, received ${describeValue(String(key))}`,
       },
     ];
+  }
+  const params =
+    issue.code === "custom"
+      ? (issue.params as Partial<ReceivedOverride & { atKey: true }> | undefined)
+      : undefined;
+  // A key that is itself the problem quotes no value; a masked value replaces what was received.
+  if (params?.atKey) return [{ path, segments, atKey: true, message: issue.message }];
+  if (params?.received !== undefined) {
+    return [{ path, segments, message: `${issue.message}, received ${describeValue(params.received)}` }];
   }
   const received = valueAt(raw, segments);
   const message =

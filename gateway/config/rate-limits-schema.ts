@@ -1,38 +1,24 @@
 /**
- * The `rate_limits` section (SPEC §4, §7, §10, §19): store, classes, the anonymous class, and whose
- * budget a call spends: `identity`, `plan_claim`, `default_plan`, `plans` and `consumers`.
+ * The `rate_limits` section (SPEC §4, §7, §10, §19, §22): store, classes (with their shared
+ * `budgets`, `cost` and `charge`), the anonymous class, and whose budget a call spends: `identity`,
+ * `plan_claim`, `default_plan`, `plans` and `consumers`.
  *
  * Cross-field checks of the section (an unknown default class or plan, a plan naming an unknown
- * class) live in {@link rateLimitsSchema}'s `superRefine`, so they are reported with their key
- * paths even when another section of the file has problems too.
+ * class) are `rate-limits-references.ts`, run on the raw document, so they are reported with their
+ * key paths beside any shape error; the budgets' and costs' checks (SPEC §22) stay in
+ * {@link rateLimitsSchema}'s `superRefine`.
  */
 import { z } from "zod";
-import { parseUtcOffset, PERIODS } from "./calendar-periods.js";
-import { httpMethod, positiveInt } from "./primitives.js";
-
-/** A sliding window (`window_s`, SPEC §4) or a calendar one (`period`, SPEC §19): exactly one. */
-const windowSchema = z
-  .strictObject({
-    limit: positiveInt.describe("Requests admitted per window."),
-    window_s: positiveInt.optional().describe("Sliding window length (s); or `period`."),
-    period: z
-      .enum(PERIODS)
-      .optional()
-      .describe(
-        "Calendar period: minute, hour, day, week (from Monday) or month (from the 1st), starting at 00:00 of `rate_limits.quota_utc_offset`; or `window_s`.",
-      ),
-  })
-  .superRefine((w, ctx) => {
-    if ((w.window_s === undefined) === (w.period === undefined)) {
-      ctx.addIssue({
-        code: "custom",
-        message: `expected exactly one of \`window_s\` (sliding) and \`period\` (calendar), received ${w.window_s === undefined ? "neither" : "both"}`,
-      });
-    }
-  });
-
-/** One or more windows (a class, the anonymous class, `auth.guard`). */
-export const windowsSchema = z.array(windowSchema).min(1, { error: "expected at least one window" });
+import { parseUtcOffset } from "./calendar-periods.js";
+import type { CrossProblem } from "./loose.js";
+import { durationMs, httpMethod, lruCapacity, positiveInt } from "./primitives.js";
+import {
+  budgetsSchema,
+  chargeSchema,
+  checkBudgetsAndCosts,
+  planEntrySchema,
+  windowsSchema,
+} from "./windows-schema.js";
 
 /** Whose budget a call spends (SPEC §10). */
 const identitySchema = z
@@ -61,6 +47,9 @@ const classSchema = z.strictObject({
   identity: identitySchema
     .optional()
     .describe("Whose budget this class spends; `rate_limits.identity` when absent."),
+  budgets: budgetsSchema.optional(),
+  cost: positiveInt.default(1).describe("Units a call spends in every window it counts in."),
+  charge: chargeSchema.optional(),
 });
 
 const redisSchema = z
@@ -71,19 +60,28 @@ const redisSchema = z
     name: z.string().optional().describe("Sentinel master name."),
     password: z.string().optional().describe("Password for Cluster/Sentinel data nodes."),
     key_prefix: z.string().min(1).default("rl").describe("Prefix of every limiter key."),
-    command_timeout_ms: positiveInt
+    command_timeout_ms: durationMs
       .default(100)
       .describe("Time a limiter call may wait for Redis before failing over (ms)."),
   })
   .superRefine((r, ctx) => {
-    const kinds = [r.url, r.cluster, r.sentinels].filter((v) => v !== undefined).length;
-    if (kinds !== 1) {
-      ctx.addIssue({ code: "custom", message: "expected exactly one of `url`, `cluster` or `sentinels`" });
-    }
-    if (r.sentinels !== undefined && r.name === undefined) {
-      ctx.addIssue({ code: "custom", path: ["name"], message: "required with `sentinels`" });
-    }
+    for (const p of redisProblems(r)) ctx.addIssue({ code: "custom", path: p.path, message: p.message });
   });
+
+/**
+ * `rate_limits.store.redis`'s own cross-field checks, on the raw mapping too (`cross-checks.ts`):
+ * one kind of deployment, and a Sentinel master name.
+ * @returns problems with their paths below `rate_limits.store.redis`
+ */
+export function redisProblems(r: Record<string, unknown>): CrossProblem[] {
+  const out: CrossProblem[] = [];
+  const kinds = [r.url, r.cluster, r.sentinels].filter((v) => v !== undefined).length;
+  if (kinds !== 1) out.push({ path: [], message: "expected exactly one of `url`, `cluster` or `sentinels`" });
+  if (r.sentinels !== undefined && r.name === undefined) {
+    out.push({ path: ["name"], message: "required with `sentinels`" });
+  }
+  return out;
+}
 
 /** Plan names are label values and log fields: short, printable, never `none`. */
 const planName = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/, {
@@ -105,14 +103,14 @@ export const rateLimitsSchema = z
       .describe("Omit `redis` for the in-process memory store."),
     memory: z
       .strictObject({
-        max_keys: positiveInt.default(100_000).describe("Memory store: identities x classes kept (LRU)."),
+        max_keys: lruCapacity.default(100_000).describe("Memory store: identities x classes kept (LRU)."),
       })
       .prefault({}),
     failure_mode: z.enum(["open", "closed"]).default("open").describe("Behaviour while Redis fails."),
     expected_replicas: positiveInt.default(1).describe("Divides limits while failing open."),
     status_path: z
       .string()
-      .regex(/^\//)
+      .regex(/^\//, { error: "expected a path starting with / (or null)" })
       .nullable()
       .default("/rate_limit")
       .describe("Authenticated status endpoint; null disables it."),
@@ -153,9 +151,11 @@ export const rateLimitsSchema = z
         "Plan of callers with no consumers entry and no usable claim; none (the classes' windows) when absent.",
       ),
     plans: z
-      .record(planName, z.record(z.string(), windowsSchema))
+      .record(planName, z.record(z.string(), planEntrySchema))
       .default({})
-      .describe("Per plan, per class: windows that replace the class's windows."),
+      .describe(
+        "Per plan, per class: windows that replace the class's windows, or `{ windows, budgets }` replacing its budgets too.",
+      ),
     consumers: z
       .array(consumerSchema)
       .default([])
@@ -163,59 +163,4 @@ export const rateLimitsSchema = z
         "Explicit plan assignments by `sub` and/or `client_id`; first match wins, before `plan_claim`.",
       ),
   })
-  .superRefine((rl, ctx) => {
-    const classes = Object.keys(rl.classes);
-    const dc = rl.default_class;
-    if (dc !== undefined && !classes.includes(dc)) {
-      ctx.addIssue({ code: "custom", path: ["default_class"], message: `unknown class "${dc}"`, input: dc });
-    }
-    if (classes.includes("anonymous")) {
-      ctx.addIssue({
-        code: "custom",
-        path: ["classes", "anonymous"],
-        message: "the name `anonymous` is reserved for `rate_limits.anonymous`",
-      });
-    }
-    const plans = Object.keys(rl.plans);
-    const unknownPlan = (name: string) =>
-      `unknown plan "${name}" (${plans.length === 0 ? "no plans are configured" : `known: ${plans.join(", ")}`})`;
-    for (const [plan, overrides] of Object.entries(rl.plans)) {
-      if (plan === "none") {
-        ctx.addIssue({
-          code: "custom",
-          path: ["plans", plan],
-          message: "the name `none` is reserved: it is the `plan` label of callers without a plan",
-        });
-      }
-      for (const cls of Object.keys(overrides)) {
-        if (cls === "anonymous") {
-          ctx.addIssue({
-            code: "custom",
-            path: ["plans", plan, cls],
-            message: "the anonymous class has no plans (its windows are `rate_limits.anonymous`)",
-          });
-        } else if (!classes.includes(cls)) {
-          ctx.addIssue({
-            code: "custom",
-            path: ["plans", plan, cls],
-            message: `unknown class "${cls}" (known: ${classes.join(", ")})`,
-          });
-        }
-      }
-    }
-    if (rl.default_plan !== undefined && !plans.includes(rl.default_plan)) {
-      ctx.addIssue({ code: "custom", path: ["default_plan"], message: unknownPlan(rl.default_plan) });
-    }
-    rl.consumers.forEach((c, i) => {
-      if (c.sub === undefined && c.client_id === undefined) {
-        ctx.addIssue({
-          code: "custom",
-          path: ["consumers", i],
-          message: "expected `sub` and/or `client_id`",
-        });
-      }
-      if (!plans.includes(c.plan)) {
-        ctx.addIssue({ code: "custom", path: ["consumers", i, "plan"], message: unknownPlan(c.plan) });
-      }
-    });
-  });
+  .superRefine((rl, ctx) => checkBudgetsAndCosts(ctx, rl.classes, rl.plans));

@@ -3,18 +3,23 @@
  * own timeout, body limit and retry policy.
  */
 import { z } from "zod";
-import { nonNegativeInt, positiveInt } from "./primitives.js";
+import { durationMs, nonNegativeInt, positiveInt } from "./primitives.js";
 
 /** What a retry may follow (SPEC §17 `retries.on`): a connection failure or a status of the upstream. */
 export const RETRY_CONDITIONS = ["connect_failure", "reset", "timeout"] as const;
 
-const retryOn = z.union([
-  z.enum(RETRY_CONDITIONS),
-  z
-    .int({ error: "expected connect_failure, reset, timeout or an HTTP status from 500 to 599" })
-    .min(500, { error: "expected connect_failure, reset, timeout or an HTTP status from 500 to 599" })
-    .max(599, { error: "expected connect_failure, reset, timeout or an HTTP status from 500 to 599" }),
-]);
+const RETRY_ON_MESSAGE = "expected connect_failure, reset, timeout or an HTTP status from 500 to 599";
+
+const retryOn = z.union(
+  [
+    z.enum(RETRY_CONDITIONS),
+    z
+      .int({ error: RETRY_ON_MESSAGE })
+      .min(500, { error: RETRY_ON_MESSAGE })
+      .max(599, { error: RETRY_ON_MESSAGE }),
+  ],
+  { error: RETRY_ON_MESSAGE },
+);
 
 const retriesSchema = z.strictObject({
   attempts: positiveInt.default(2).describe("Retries after the first try."),
@@ -23,13 +28,13 @@ const retriesSchema = z.strictObject({
     .min(1, { error: "expected at least one condition" })
     .default(["connect_failure", "reset", "timeout", 502, 503, 504])
     .describe("Failures retried: connect_failure, reset, timeout (of one try) and upstream statuses."),
-  per_try_timeout_ms: positiveInt
+  per_try_timeout_ms: durationMs
     .optional()
     .describe("Time one try has until the response head (ms); the route's timeout_ms, else the upstream's."),
   backoff: z
     .strictObject({
-      base_ms: positiveInt.default(25).describe("Retry n waits a random time up to base_ms × 2^(n-1) (ms)."),
-      max_ms: positiveInt.default(250).describe("Longest wait before a retry (ms)."),
+      base_ms: durationMs.default(25).describe("Retry n waits a random time up to base_ms × 2^(n-1) (ms)."),
+      max_ms: durationMs.default(250).describe("Longest wait before a retry (ms)."),
     })
     .prefault({})
     .describe("Full-jitter exponential backoff between tries."),
@@ -46,7 +51,7 @@ export const routeSchema = z.strictObject({
     .default([])
     .describe("OAuth scopes the token must all carry (403 insufficient_scope otherwise)."),
   strip_prefix: z.boolean().default(false).describe("Remove the prefix before forwarding."),
-  timeout_ms: positiveInt
+  timeout_ms: durationMs
     .optional()
     .describe("Time from the first try to a response head, over every try and backoff (ms); 504 after."),
   max_body_bytes: nonNegativeInt

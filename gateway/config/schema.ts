@@ -2,23 +2,23 @@
  * The one configuration schema (SPEC §7). Every key has its default and its description beside it;
  * `config/gateway.example.yaml` and the README's reference are written from this file.
  *
- * Cross-field checks (a route naming an unknown upstream) live in {@link gatewayConfigSchema}'s
- * `superRefine` so that they are reported together with the shape errors, each with its key path;
- * those of `rate_limits` (unknown default class, plans) in `rate-limits-schema.ts`.
+ * Cross-field checks (a route naming an unknown upstream, an unknown plan or class) are not here:
+ * `cross-checks.ts` runs them on the raw document, so they are reported together with the shape
+ * errors of every section, each with its key path (SPEC §7).
  */
 import { z } from "zod";
 import { authSchema } from "./auth-schema.js";
 import { corsSchema } from "./cors-schema.js";
-import { decisionSchema, listenerProblems } from "./decision-schema.js";
-import { nonNegativeInt, port, positiveInt } from "./primitives.js";
+import { decisionSchema } from "./decision-schema.js";
+import { durationMs, durationMsOrOff, nonNegativeInt, port, positiveInt } from "./primitives.js";
 import { rateLimitsSchema } from "./rate-limits-schema.js";
 import { routeSchema } from "./route-schema.js";
 import { reloadSchema } from "./reload-schema.js";
-import { loadSheddingSchema, sheddingProblems } from "./shedding-schema.js";
+import { loadSheddingSchema } from "./shedding-schema.js";
 import { listenTlsSchema } from "./tls-schema.js";
 import { tracingSchema } from "./tracing-schema.js";
-import { upstreamProblems, upstreamSchema } from "./upstream-schema.js";
-import { workersSchema, workersWithoutRedis } from "./workers-schema.js";
+import { upstreamSchema } from "./upstream-schema.js";
+import { workersSchema } from "./workers-schema.js";
 
 const listenerSchema = (defaultPort: number) =>
   z.strictObject({
@@ -31,12 +31,12 @@ const listenSchema = listenerSchema(8080).extend({
     .boolean()
     .default(true)
     .describe("Serve the API listener; false for a decision-only deployment (needs `decision`)."),
-  grace_ms: positiveInt.default(10_000).describe("Shutdown: time in-flight requests have to finish (ms)."),
-  headers_timeout_ms: positiveInt.default(10_000).describe("Time a client has to send its headers (ms)."),
-  request_timeout_ms: nonNegativeInt
+  grace_ms: durationMs.default(10_000).describe("Shutdown: time in-flight requests have to finish (ms)."),
+  headers_timeout_ms: durationMs.default(10_000).describe("Time a client has to send its headers (ms)."),
+  request_timeout_ms: durationMsOrOff
     .default(300_000)
     .describe("Time a client has to send its whole request (ms); 0 disables."),
-  keep_alive_timeout_ms: positiveInt
+  keep_alive_timeout_ms: durationMs
     .default(5_000)
     .describe("Idle keep-alive client sockets close after (ms)."),
   max_header_bytes: positiveInt.default(16_384).describe("Largest request head accepted (bytes); 431 above."),
@@ -52,82 +52,48 @@ const listenSchema = listenerSchema(8080).extend({
 });
 
 /** The YAML document's shape, with defaults applied (SPEC §7). */
-export const gatewayConfigSchema = z
-  .strictObject({
-    listen: listenSchema.prefault({}),
-    admin: listenerSchema(9090).prefault({}),
-    trust_proxy: nonNegativeInt.default(0).describe("X-Forwarded-For hops to trust for the client IP."),
-    workers: workersSchema,
-    reload: reloadSchema,
-    upstreams: z
-      .record(z.string().min(1), upstreamSchema)
-      .refine((u) => Object.keys(u).length > 0, { error: "expected at least one upstream" }),
-    routes: z.array(routeSchema).min(1, { error: "expected at least one route" }),
-    auth: authSchema,
-    rate_limits: rateLimitsSchema,
-    cors: corsSchema
-      .optional()
-      .describe("CORS for browser clients (SPEC §14); without it OPTIONS is an ordinary request."),
-    decision: decisionSchema
-      .optional()
-      .describe("The decision listener for an existing edge proxy (SPEC §23); none without it."),
-    load_shedding: loadSheddingSchema
-      .optional()
-      .describe("Priorities by plan and their shares of each upstream's limit (SPEC §18); none without it."),
-    headers: z
-      .strictObject({
-        ietf: z.boolean().default(false).describe("Add RateLimit-Policy and RateLimit (IETF draft -10)."),
-      })
-      .prefault({}),
-    tracing: tracingSchema
-      .prefault({})
-      .describe("OpenTelemetry traces over OTLP/HTTP (SPEC §13); off without an endpoint."),
-    log: z
-      .strictObject({
-        level: z
-          .enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"])
-          .default("info")
-          .describe("pino level; the LOG_LEVEL environment variable overrides it."),
-        format: z
-          .enum(["json", "pretty"])
-          .default("json")
-          .describe("`json` lines, or `pretty` (pino-pretty's coloured text) for development."),
-      })
-      .prefault({}),
-  })
-  .superRefine((cfg, ctx) => {
-    const shared = workersWithoutRedis(cfg.workers, cfg.rate_limits.store.redis !== undefined);
-    if (shared !== null) ctx.addIssue({ code: "custom", path: ["workers"], message: shared });
-    for (const p of listenerProblems(cfg.listen, cfg.admin.port, cfg.decision)) {
-      ctx.addIssue({ code: "custom", path: p.path, message: p.message });
-    }
-    for (const [name, u] of Object.entries(cfg.upstreams)) {
-      for (const p of upstreamProblems(u)) {
-        ctx.addIssue({ code: "custom", path: ["upstreams", name, ...p.path], message: p.message });
-      }
-      const t = u.tls;
-      if (t !== undefined && (t.cert_file === undefined) !== (t.key_file === undefined)) {
-        ctx.addIssue({
-          code: "custom",
-          path: ["upstreams", name, "tls", t.cert_file === undefined ? "cert_file" : "key_file"],
-          message: "`cert_file` and `key_file` go together",
-        });
-      }
-    }
-    for (const p of sheddingProblems(cfg.load_shedding, Object.keys(cfg.rate_limits.plans), cfg.upstreams)) {
-      ctx.addIssue({ code: "custom", path: p.path, message: p.message });
-    }
-    cfg.routes.forEach((route, i) => {
-      if (!Object.hasOwn(cfg.upstreams, route.upstream)) {
-        ctx.addIssue({
-          code: "custom",
-          path: ["routes", i, "upstream"],
-          message: `unknown upstream "${route.upstream}" (known: ${Object.keys(cfg.upstreams).join(", ")})`,
-          input: route.upstream,
-        });
-      }
-    });
-  });
+export const gatewayConfigSchema = z.strictObject({
+  listen: listenSchema.prefault({}),
+  admin: listenerSchema(9090).prefault({}),
+  trust_proxy: nonNegativeInt.default(0).describe("X-Forwarded-For hops to trust for the client IP."),
+  workers: workersSchema,
+  reload: reloadSchema,
+  upstreams: z
+    .record(z.string().min(1), upstreamSchema)
+    .refine((u) => Object.keys(u).length > 0, { error: "expected at least one upstream" }),
+  routes: z.array(routeSchema).min(1, { error: "expected at least one route" }),
+  auth: authSchema,
+  rate_limits: rateLimitsSchema,
+  cors: corsSchema
+    .optional()
+    .describe("CORS for browser clients (SPEC §14); without it OPTIONS is an ordinary request."),
+  decision: decisionSchema
+    .optional()
+    .describe("The decision listener for an existing edge proxy (SPEC §23); none without it."),
+  load_shedding: loadSheddingSchema
+    .optional()
+    .describe("Priorities by plan and their shares of each upstream's limit (SPEC §18); none without it."),
+  headers: z
+    .strictObject({
+      ietf: z.boolean().default(false).describe("Add RateLimit-Policy and RateLimit (IETF draft -10)."),
+    })
+    .prefault({}),
+  tracing: tracingSchema
+    .prefault({})
+    .describe("OpenTelemetry traces over OTLP/HTTP (SPEC §13); off without an endpoint."),
+  log: z
+    .strictObject({
+      level: z
+        .enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"])
+        .default("info")
+        .describe("pino level; the LOG_LEVEL environment variable overrides it."),
+      format: z
+        .enum(["json", "pretty"])
+        .default("json")
+        .describe("`json` lines, or `pretty` (pino-pretty's coloured text) for development."),
+    })
+    .prefault({}),
+});
 
 /** Input type (what YAML may contain). */
 export type GatewayConfigInput = z.input<typeof gatewayConfigSchema>;

@@ -4,6 +4,7 @@
  * limit each priority may fill). Cross-field checks are in {@link sheddingProblems}.
  */
 import { z } from "zod";
+import { at, mapping, names, num, type CrossProblem } from "./loose.js";
 import { positiveInt } from "./primitives.js";
 
 /** The three priorities, most important first. */
@@ -51,34 +52,32 @@ export type AdaptiveConcurrencyConfig = z.output<typeof adaptiveConcurrencySchem
 /** `load_shedding` as configured. */
 export type LoadSheddingConfig = z.output<typeof loadSheddingSchema>;
 
-/** A cross-field problem, its path from the top of the document. */
-export interface SheddingProblem {
-  path: (string | number)[];
-  message: string;
-}
-
 /**
- * SPEC §18's cross-field checks: a `load_shedding.priorities` entry naming an unknown plan, and
- * `min_limit` above `max_limit`.
- * @param plans - the plans of `rate_limits.plans`
+ * SPEC §18's cross-field checks, on the raw document (reported beside any shape error): a
+ * `load_shedding.priorities` entry naming an unknown plan, and `min_limit` above `max_limit`.
+ * @param doc - the whole document as written
+ * @returns problems with their paths from the top of the document
  */
-export function sheddingProblems(
-  shedding: LoadSheddingConfig | undefined,
-  plans: readonly string[],
-  upstreams: Readonly<Record<string, { adaptive_concurrency?: AdaptiveConcurrencyConfig | undefined }>>,
-): SheddingProblem[] {
-  const out: SheddingProblem[] = [];
-  for (const plan of Object.keys(shedding?.priorities ?? {})) {
+export function sheddingProblems(doc: unknown): CrossProblem[] {
+  const out: CrossProblem[] = [];
+  const plans = names(at(doc, "rate_limits", "plans"));
+  for (const plan of names(at(doc, "load_shedding", "priorities"))) {
     if (plans.includes(plan)) continue;
     const known = plans.length === 0 ? "no plans are configured" : `known: ${plans.join(", ")}`;
-    out.push({ path: ["load_shedding", "priorities", plan], message: `unknown plan "${plan}" (${known})` });
+    out.push({
+      path: ["load_shedding", "priorities", plan],
+      message: `unknown plan "${plan}" (${known})`,
+      atKey: true,
+    });
   }
-  for (const [name, u] of Object.entries(upstreams)) {
-    const a = u.adaptive_concurrency;
-    if (a !== undefined && a.min_limit > a.max_limit) {
+  for (const name of names(at(doc, "upstreams"))) {
+    const a = mapping(at(doc, "upstreams", name, "adaptive_concurrency"));
+    if (a === undefined) continue;
+    const [min, max] = [num(a.min_limit ?? 5), num(a.max_limit ?? 1000)];
+    if (min !== undefined && max !== undefined && min > max) {
       out.push({
         path: ["upstreams", name, "adaptive_concurrency", "min_limit"],
-        message: `min_limit (${a.min_limit}) must not exceed max_limit (${a.max_limit})`,
+        message: `min_limit (${min}) must not exceed max_limit (${max})`,
       });
     }
   }

@@ -6,9 +6,11 @@
  */
 import { z } from "zod";
 
-const otlpUrl = z.string().refine((s) => URL.canParse(s) && /^https?:$/.test(new URL(s).protocol), {
-  error: "expected an http:// or https:// URL (OTLP/HTTP, e.g. http://127.0.0.1:4318/v1/traces)",
-});
+const otlpUrl = z
+  .string({ error: "expected an http:// or https:// URL (OTLP/HTTP, e.g. http://127.0.0.1:4318/v1/traces)" })
+  .refine((s) => URL.canParse(s) && /^https?:$/.test(new URL(s).protocol), {
+    error: "expected an http:// or https:// URL (OTLP/HTTP, e.g. http://127.0.0.1:4318/v1/traces)",
+  });
 
 /** `tracing`: optional at the top level (an absent block is `{}`). */
 export const tracingSchema = z.strictObject({

@@ -1,11 +1,12 @@
 /**
  * `upstreams.<name>` (SPEC §6, §16): one backend, reached at one URL (`url`) or spread over several
  * endpoints (`endpoints`), with its balancer, active health checks and passive outlier detection.
- * Cross-field checks are in {@link upstreamProblems}, reported with the schema's own errors.
+ * Cross-field checks are in {@link upstreamProblems}, run on the raw document beside the schema.
  */
 import { z } from "zod";
 import { urlPort } from "../base/url-port.js";
-import { httpUrl, nonNegativeInt, positiveInt } from "./primitives.js";
+import { durationMs, httpUrl, nonNegativeInt, positiveInt } from "./primitives.js";
+import { list, mapping, text, type CrossProblem } from "./loose.js";
 import { adaptiveConcurrencySchema } from "./shedding-schema.js";
 
 const endpointSchema = z.strictObject({
@@ -20,8 +21,8 @@ const healthCheckSchema = z.strictObject({
     .string()
     .min(1)
     .describe("Path probed with GET, under the endpoint's base path; must start with /."),
-  interval_ms: positiveInt.default(2_000).describe("Time between two probes of one endpoint (ms)."),
-  timeout_ms: positiveInt.default(1_000).describe("A probe fails without a 2xx/3xx answer within this (ms)."),
+  interval_ms: durationMs.default(2_000).describe("Time between two probes of one endpoint (ms)."),
+  timeout_ms: durationMs.default(1_000).describe("A probe fails without a 2xx/3xx answer within this (ms)."),
   healthy_threshold: positiveInt
     .default(2)
     .describe("Consecutive passing probes that make an endpoint available again."),
@@ -36,7 +37,7 @@ const outlierSchema = z.strictObject({
     .describe(
       "Consecutive failed calls (connect, reset, timeout, 502/503/504) that eject an endpoint; 0 turns it off.",
     ),
-  base_ejection_ms: positiveInt
+  base_ejection_ms: durationMs
     .default(30_000)
     .describe("The k-th ejection lasts k times this (ms), at most 300 s."),
   max_ejection_percent: z
@@ -69,12 +70,12 @@ export const upstreamSchema = z.strictObject({
     .describe("consistent_hash only: the key (identity by default, ip, or header:<name>)."),
   health_check: healthCheckSchema.optional().describe("Active probes of every endpoint; none without it."),
   outlier_detection: outlierSchema.prefault({}).describe("Passive ejection of endpoints whose calls fail."),
-  timeout_ms: positiveInt
+  timeout_ms: durationMs
     .default(30_000)
     .describe(
       "Time the upstream connection may stay silent (ms): before the response head 504, mid-body the client connection is reset.",
     ),
-  connect_timeout_ms: positiveInt
+  connect_timeout_ms: durationMs
     .default(5_000)
     .describe("Time to establish the TCP connection to the upstream (ms); 502 after."),
   max_sockets: positiveInt.default(256).describe("Keep-alive agent: sockets per endpoint."),
@@ -102,7 +103,7 @@ export const upstreamSchema = z.strictObject({
     })
     .prefault({})
     .describe("Envoy's retry budget: bounds the extra load retries put on a failing upstream."),
-  keep_alive_ms: positiveInt
+  keep_alive_ms: durationMs
     .default(4_000)
     .describe("Idle time before a pooled upstream socket is closed (ms); below the upstream's own."),
   tls: z
@@ -152,47 +153,75 @@ export function endpointName(url: string): string {
   return `${u.hostname}:${urlPort(u)}`;
 }
 
-/** A problem of one upstream, with its path below `upstreams.<name>`. */
-export interface UpstreamProblem {
-  path: (string | number)[];
-  message: string;
-}
-
-/** The cross-field problems of SPEC §16's validation list. */
-export function upstreamProblems(u: UpstreamConfig): UpstreamProblem[] {
-  const out: UpstreamProblem[] = [];
+/**
+ * The cross-field problems of SPEC §16's validation list, read from the raw entry (so they are
+ * reported beside any shape error of it): exactly one of `url` and `endpoints`, endpoints sharing
+ * one scheme and base path and none listed twice, `hash_on` with `consistent_hash`, the health
+ * check's path and timeout, the client certificate's pair.
+ * @param raw - `upstreams.<name>` as written (values the schema refused are skipped)
+ * @returns problems with their paths below `upstreams.<name>`
+ */
+export function upstreamProblems(raw: unknown): CrossProblem[] {
+  const u = mapping(raw);
+  if (u === undefined) return [];
+  const out: CrossProblem[] = [];
   if ((u.url === undefined) === (u.endpoints === undefined)) {
     out.push({ path: [], message: "expected exactly one of `url` and `endpoints`" });
   }
-  if (u.endpoints !== undefined) {
-    if (u.endpoints.length === 0)
-      out.push({ path: ["endpoints"], message: "expected at least one endpoint" });
-    const shapes = new Set(u.endpoints.map((e) => shapeOf(e.url)));
+  const endpoints = list(u.endpoints);
+  if (endpoints !== undefined) {
+    if (endpoints.length === 0) out.push({ path: ["endpoints"], message: "expected at least one endpoint" });
+    const urls = endpoints
+      .map((e) => text(mapping(e)?.url))
+      .filter((url): url is string => url !== undefined && isHttpUrl(url));
+    const shapes = new Set(urls.map(shapeOf));
     if (shapes.size > 1) {
       out.push({
         path: ["endpoints"],
         message: `every endpoint needs the same scheme and base path (found ${[...shapes].join(", ")})`,
       });
     }
-    const names = u.endpoints.map((e) => endpointName(e.url));
+    const names = urls.map(endpointName);
     const twice = names.find((n, i) => names.indexOf(n) !== i);
     if (twice !== undefined) out.push({ path: ["endpoints"], message: `endpoint ${twice} is listed twice` });
   }
-  if (u.hash_on !== undefined && u.balancer !== "consistent_hash") {
+  // A balancer the schema refused says nothing about whether `hash_on` fits it.
+  if (
+    u.hash_on !== undefined &&
+    ["round_robin", "least_request"].includes(String(u.balancer ?? "round_robin"))
+  ) {
     out.push({ path: ["hash_on"], message: "`hash_on` needs `balancer: consistent_hash`" });
   }
-  const h = u.health_check;
+  const h = mapping(u.health_check);
   if (h !== undefined) {
-    if (!h.path.startsWith("/"))
+    const probePath = text(h.path);
+    if (probePath !== undefined && !probePath.startsWith("/"))
       out.push({ path: ["health_check", "path"], message: "expected a path starting with /" });
-    if (h.timeout_ms > h.interval_ms) {
+    const [timeout, interval] = [h.timeout_ms ?? 1_000, h.interval_ms ?? 2_000];
+    if (
+      durationMs.safeParse(timeout).success &&
+      durationMs.safeParse(interval).success &&
+      timeout > interval
+    ) {
       out.push({
         path: ["health_check", "timeout_ms"],
-        message: `timeout_ms (${h.timeout_ms}) must not exceed interval_ms (${h.interval_ms})`,
+        message: `timeout_ms (${timeout}) must not exceed interval_ms (${interval})`,
       });
     }
   }
+  const t = mapping(u.tls);
+  if (t !== undefined && (t.cert_file === undefined) !== (t.key_file === undefined)) {
+    out.push({
+      path: ["tls", t.cert_file === undefined ? "cert_file" : "key_file"],
+      message: "`cert_file` and `key_file` go together",
+    });
+  }
   return out;
+}
+
+/** An http:// or https:// URL `new URL` takes (the schema reports any other). */
+function isHttpUrl(url: string): boolean {
+  return URL.canParse(url) && /^https?:$/.test(new URL(url).protocol);
 }
 
 /** `http: /base` of a URL: what every endpoint of one upstream must share. */

@@ -13,6 +13,13 @@
  * acted on after the last of them. Then the files' contents are hashed, and `onChange` runs only
  * when that hash differs from the last one seen (an editor's swap file, an unrelated file of the
  * same directory, a `touch` change nothing).
+ *
+ * Only a change of the watched files themselves restarts the quiet period: an event after which
+ * their stat (through links: inode, size, mtime) is what the last event saw comes from another file
+ * of the directory, and it starts a quiet period when none is running but never prolongs one. So a
+ * log or lock file written every 200 ms beside the configuration no longer delays its reload
+ * indefinitely (it did by 12 s): the reload comes {@link QUIET_MS} after the configuration's last
+ * write, however busy the directory (SPEC §20: never past 5 s).
  */
 import { createHash } from "node:crypto";
 import { readFileSync, statSync, watch, type FSWatcher } from "node:fs";
@@ -74,10 +81,14 @@ export class FileWatcher {
   #hash = "";
   #signature = "";
   #quiet: NodeJS.Timeout | undefined;
+  /** The quiet timer is armed and has not settled yet. */
+  #pending = false;
   readonly #poll: NodeJS.Timeout;
   #closed = false;
-  /** Events seen so far: a quiet period ends only for the latest. */
-  #events = 0;
+  /** Quiet periods started so far: one ends only if it is the latest (none restarted it since). */
+  #arms = 0;
+  /** The watched files' stat as the last event saw it: an event that leaves it is another file's. */
+  #eventSignature = "";
 
   /** @param files - absolute paths; their current content is the baseline */
   constructor(files: readonly string[], opts: FileWatcherOptions) {
@@ -99,6 +110,7 @@ export class FileWatcher {
     this.#files = [...files];
     this.#hash = contentHash(this.#files);
     this.#signature = statSignature(this.#files);
+    this.#eventSignature = this.#signature;
     const dirs = new Set(this.#files.map((f) => path.dirname(f)));
     for (const [dir, w] of this.#dirs) {
       if (dirs.has(dir)) continue;
@@ -127,22 +139,30 @@ export class FileWatcher {
   }
 
   /**
-   * An event: (re)starts the quiet period; at its end, once the events already arrived are read
-   * (a busy loop may run the timer before them), compares the contents unless an event came since.
+   * An event: a change of the watched files (re)starts the quiet period, another file's starts one
+   * only when none is running (see the module comment). At its end, once the events already arrived
+   * are read (a busy loop may run the timer before them), the contents are compared unless a change
+   * of the watched files restarted it meanwhile.
    */
   #changed(): void {
     if (this.#closed) return;
-    const events = ++this.#events;
+    const signature = statSignature(this.#files);
+    const own = signature !== this.#eventSignature;
+    this.#eventSignature = signature;
+    if (!own && this.#pending) return;
+    const arm = ++this.#arms;
+    this.#pending = true;
     clearTimeout(this.#quiet);
-    this.#quiet = setTimeout(afterPendingIo, this.#opts.quietMs, this.#settleBound, events);
+    this.#quiet = setTimeout(afterPendingIo, this.#opts.quietMs, this.#settleBound, arm);
   }
 
-  /** {@link #settle} bound once, so an event allocates no closures (`afterPendingIo` passes `events`). */
-  readonly #settleBound = (events: number): void => this.#settle(events);
+  /** {@link #settle} bound once, so an event allocates no closures (`afterPendingIo` passes `arm`). */
+  readonly #settleBound = (arm: number): void => this.#settle(arm);
 
-  /** The quiet period of event `events` ended: a later event restarted it, or the contents are compared. */
-  #settle(events: number): void {
-    if (this.#closed || events !== this.#events) return;
+  /** Quiet period `arm` ended: a later change restarted it, or the contents are compared. */
+  #settle(arm: number): void {
+    if (this.#closed || arm !== this.#arms) return;
+    this.#pending = false;
     this.#signature = statSignature(this.#files);
     const hash = contentHash(this.#files);
     if (hash === this.#hash) return;

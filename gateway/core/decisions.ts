@@ -2,10 +2,12 @@
  * Where a request's rate-limit decision is recorded (SPEC §3, §8): the class and policy charged,
  * the decision and the headers it gives on the scope, and the decision's metric. The core's steps
  * all record through here, so every answer carries the headers of the window it read or counted.
+ * A call counts in the shared budgets on `scope.budgets` (SPEC §22) besides its own windows.
  */
 import type { Logger } from "pino";
 import type { HotMetrics } from "../observability/hot-metrics.js";
 import type { DecisionOutcome } from "../base/results.js";
+import { levelName } from "../ratelimit/budgets.js";
 import { rateLimitHeaders } from "../ratelimit/headers.js";
 import type { Decision } from "../ratelimit/limiter.js";
 import type { ResolvedPolicy } from "../ratelimit/policy.js";
@@ -23,7 +25,7 @@ export class Decisions {
     let decision: Decision;
     try {
       // The trace goes along: a store call that goes to the network is the request's child span.
-      decision = await scope.runtime.limiter.limiter.consume(key, policy, scope.trace);
+      decision = await scope.runtime.limiter.limiter.consume(key, policy, scope.trace, scope.budgets);
     } catch (err) {
       this.logger.debug({ err, reqId: scope.requestId }, "limit store call failed");
       this.none(scope, policy);
@@ -39,7 +41,8 @@ export class Decisions {
    */
   async peek(scope: RequestScope, policy: ResolvedPolicy, key: string): Promise<void> {
     try {
-      this.use(scope, policy, await scope.runtime.limiter.limiter.peek(key, policy, scope.trace));
+      const limiter = scope.runtime.limiter.limiter;
+      this.use(scope, policy, await limiter.peek(key, policy, scope.trace, scope.budgets));
     } catch {
       this.none(scope, policy);
     }
@@ -62,6 +65,9 @@ export class Decisions {
           ? "shadow_limited"
           : "limited";
     this.hot.decision(policy.className, policy.plan ?? "none", outcome);
+    // SPEC §22: units of classes that cost more than one or charge (nothing for the others).
+    if (decision.allowed && (policy.cost > 1 || policy.charge !== null))
+      this.hot.unitsSpent(policy.className, "cost", policy.cost);
   }
 
   /** A decision on the scope (and its headers), not counted in the metric. */
@@ -69,6 +75,7 @@ export class Decisions {
     scope.className = policy.className;
     scope.policy = policy;
     scope.decision = decision;
-    scope.headers = rateLimitHeaders(decision, policy);
+    scope.headers = rateLimitHeaders(decision, policy, scope.budgets);
+    scope.limitedBy = decision.allowed ? null : levelName(policy, decision.windowIndex);
   }
 }

@@ -26,6 +26,7 @@ import { errorOutcome, PREFLIGHT, type Outcome } from "./outcome.js";
 import { clientIp } from "../proxy/forwarded-headers.js";
 import { hashKeyOf } from "../proxy/hash-key.js";
 import { prepareUpstreamRequest } from "./upstream-request.js";
+import { budgetKeysOf } from "../ratelimit/budgets.js";
 import { identityOf, ipKey } from "../ratelimit/identity.js";
 import type { Decision } from "../ratelimit/limiter.js";
 import type { PlanPolicies, ResolvedPolicy } from "../ratelimit/policy.js";
@@ -112,6 +113,8 @@ export class Pipeline {
     const policy = plan.byClass.get(className)!;
     const identity = identityOf(info, policy.identity, scope.tokenHash);
     scope.identity = identity.value;
+    scope.identityKey = identity.key;
+    scope.budgets = budgetKeysOf(info, policy);
     // Counted once per authenticated call, whatever follows (429, 503, /rate_limit included).
     const scoped = route === null || hasScopes(info, route.scopes);
     this.hot.authResult(scoped ? "valid" : "insufficient_scope");
@@ -255,7 +258,14 @@ export class Pipeline {
     let decisions: Decision[];
     try {
       decisions = await Promise.all(
-        entries.map((p) => limiter.peek(identityOf(info, p.identity, scope.tokenHash).key, p, scope.trace)),
+        entries.map((p) =>
+          limiter.peek(
+            identityOf(info, p.identity, scope.tokenHash).key,
+            p,
+            scope.trace,
+            budgetKeysOf(info, p),
+          ),
+        ),
       );
     } catch (err) {
       this.logger.debug({ err, reqId: scope.requestId }, "limit store call failed");

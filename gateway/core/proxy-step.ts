@@ -33,6 +33,8 @@ import type { ProxyRequest, ResponseTarget } from "../proxy/client-io.js";
 import { addGatewayFields, errorResponse, type GatewayResponse } from "./responses.js";
 import { serializeResponse } from "./raw-response.js";
 import type { RequestScope } from "./scope.js";
+import { chargedUnits } from "../ratelimit/charge.js";
+import { rateLimitHeaders } from "../ratelimit/headers.js";
 
 /** The transport destroys the client's stream: the upstream failed after the head went out. */
 export const CUT = "cut" as const;
@@ -177,15 +179,51 @@ export class ProxyStep implements ExchangeHooks<RequestScope> {
   /**
    * {@link ExchangeHooks}: the upstream's head (SPEC §3, §6), in place: timed, hop-by-hop fields
    * removed (a 101 keeps `Connection: Upgrade`; `Transfer-Encoding` too: the transport re-frames
-   * the body), and the gateway's fields written over the upstream's.
+   * the body), and the gateway's fields written over the upstream's. In a class with a `charge`
+   * (SPEC §22), the charge header is removed and its units counted first (one more store call,
+   * only for answers that carry units): the head then waits, and its headers show the charge.
    */
-  upstreamHead(scope: RequestScope, headers: HeaderMap, _endpoint: Endpoint, upgraded: boolean): void {
+  upstreamHead(
+    scope: RequestScope,
+    headers: HeaderMap,
+    _endpoint: Endpoint,
+    upgraded: boolean,
+    canWait: boolean,
+  ): Promise<void> | null {
     scope.upstreamMs = this.clock.monotonicMs() - scope.upstreamStartMs;
     this.hot.upstream(scope.route!.upstream, scope.upstreamMs / 1000);
     const admitted = scope.admitted;
     if (admitted !== null)
       admitted.sample(scope.upstreamMs, this.loop.totalMs() - scope.upstreamStartStallMs);
     stripHopByHop(headers, upgraded);
+    const charge = scope.policy?.charge;
+    if (charge !== null && charge !== undefined) {
+      let units = chargedUnits(headers[charge.header], charge.max);
+      delete headers[charge.header];
+      // A WebSocket handshake's answer cannot wait: the header is dropped, nothing charged.
+      if (!canWait) units = 0;
+      if (units === null) this.hot.chargeInvalid(scope.className);
+      else if (units > 0) return this.charge(scope, headers, units);
+    }
+    addGatewayFields(headers, scope, this.clock.nowMs(), true);
+    return null;
+  }
+
+  /**
+   * Counts an answer's charge (never refused, SPEC §22) and decorates the head with the state
+   * after it. A store that fails leaves the call's own decision on the head.
+   */
+  private async charge(scope: RequestScope, headers: HeaderMap, units: number): Promise<void> {
+    const policy = scope.policy!;
+    try {
+      const limiter = scope.runtime.limiter.limiter;
+      const d = await limiter.charge(scope.identityKey, policy, units, scope.budgets);
+      this.hot.unitsSpent(policy.className, "charge", units);
+      scope.decision = d;
+      scope.headers = rateLimitHeaders(d, policy, scope.budgets);
+    } catch {
+      // closed mode and Redis down: nothing charged, the head keeps the call's decision
+    }
     addGatewayFields(headers, scope, this.clock.nowMs(), true);
   }
 

@@ -32,6 +32,7 @@ import { compilePolicies, type PolicySet } from "../ratelimit/policy.js";
 import { Classifier } from "../routing/classify.js";
 import { RouteTable } from "../routing/routes.js";
 import { VERSION } from "../base/version.js";
+import { budgetClaimsOf } from "../ratelimit/budgets.js";
 
 /** Shared dependencies (injected; no module singletons). */
 export interface RuntimeDeps {
@@ -87,12 +88,14 @@ export interface Runtime {
  * The chain of `auth`, most specific first: local JWT validation (SPEC §11) claims JWS-shaped
  * tokens, then the static file or RFC 7662 introspection, each behind its token cache, takes every
  * other token. JWT validation alone claims every token (a non-JWS one is refused as malformed).
- * Every source keeps the token members named by `rate_limits.plan_claim` in `TokenInfo.claims`.
+ * Every source keeps the token members named by `rate_limits.plan_claim` and by the budgets' keys
+ * (SPEC §22) in `TokenInfo.claims`.
  */
 function authenticatorsOf(config: GatewayConfig, deps: RuntimeDeps): Authenticator[] {
   const { jwt, introspection: i, static: file } = config.auth;
   const claim = config.rate_limits.plan_claim;
-  const claimNames = claim === undefined ? [] : [claim];
+  const valueClaims = budgetClaimsOf(config);
+  const claimNames = claim === undefined ? valueClaims : [claim, ...valueClaims];
   const chain: Authenticator[] = [];
   // The static file first: it may throw, and nothing holding sockets or timers exists yet.
   let source: IntrospectionSource | undefined;
@@ -106,7 +109,7 @@ function authenticatorsOf(config: GatewayConfig, deps: RuntimeDeps): Authenticat
       claimNames,
     });
   } else if (file !== undefined) {
-    source = new StaticTokenSource(file.tokens_file, deps.baseDir, claimNames);
+    source = new StaticTokenSource(file.tokens_file, deps.baseDir, claimNames, valueClaims);
   }
   if (jwt !== undefined) {
     const claimsEveryToken = source === undefined;
@@ -135,6 +138,7 @@ export function buildRuntime(config: GatewayConfig, deps: RuntimeDeps, previous?
     previous !== undefined &&
     same(previous.config.auth, config.auth) &&
     previous.config.rate_limits.plan_claim === config.rate_limits.plan_claim &&
+    same(budgetClaimsOf(previous.config), budgetClaimsOf(config)) &&
     config.auth.static === undefined;
   const keepLimiter =
     previous !== undefined &&

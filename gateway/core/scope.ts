@@ -8,7 +8,7 @@ import type { ClientProtocol } from "../base/request-facts.js";
 import type { FinishObserver, FinishedRequest } from "../observability/finished-request.js";
 import type { RequestTrace } from "../observability/tracing/request-trace.js";
 import type { RateLimitHeaders } from "../ratelimit/headers.js";
-import type { Decision } from "../ratelimit/limiter.js";
+import type { BudgetKeys, Decision } from "../ratelimit/limiter.js";
 import type { ResolvedPolicy } from "../ratelimit/policy.js";
 import type { Route } from "../routing/routes.js";
 import type { Runtime } from "./runtime.js";
@@ -45,8 +45,12 @@ export class RequestScope implements FinishedRequest {
   policy: ResolvedPolicy | null = null;
   /** The identity's value as logged (`sub`, `client_id`, ...), or "". */
   identity = "";
+  /** The identity with its kind, as the stores key it (`sub:alice`), or "". */
+  identityKey = "";
   /** SHA-256 hex of the bearer token (the cache key), or "". */
   tokenHash = "";
+  /** The shared budgets the call belongs to (SPEC §22), or null (none configured, anonymous). */
+  budgets: BudgetKeys | null = null;
   decision: Decision | null = null;
   headers: RateLimitHeaders | null = null;
   /**
@@ -54,6 +58,8 @@ export class RequestScope implements FinishedRequest {
    * `*`), else null.
    */
   corsAllowed: string | null = null;
+  /** For a refused decision: `"identity"` or the budget's key that refused it (SPEC §22); else null. */
+  limitedBy: string | null = null;
   /** Catalog code when the gateway answered itself. */
   errorCode: ErrorCode | null = null;
   /** The clock's monotonic reading when the upstream request was sent (ms), or -1. */

@@ -39,6 +39,11 @@ export interface FinishedRequest {
     readonly remaining: number;
     readonly degraded: boolean;
   } | null;
+  /**
+   * For a refused decision, the level whose window refused it (SPEC §22): `"identity"` or a
+   * budget's key (`"claim:org_id"`); else null.
+   */
+  readonly limitedBy: string | null;
   /** Catalogue code when the gateway answered itself, else null. */
   readonly errorCode: ErrorCode | null;
   /** Upstream time to response head (ms), or -1. */

@@ -30,6 +30,8 @@ export class HotMetrics {
   private readonly decisions = new Map<string, Map<string, Map<DecisionOutcome, HotCount>>>();
   private readonly auth = new Map<AuthResult, HotCount>();
   private readonly upstreams = new Map<string, HotDistribution>();
+  /** class → kind (SPEC §22 units). */
+  private readonly units = new Map<string, Map<"cost" | "charge", HotCount>>();
 
   constructor(private readonly m: GatewayMetrics) {}
 
@@ -60,6 +62,22 @@ export class HotMetrics {
       byOutcome.set(outcome, c);
     }
     c.inc();
+  }
+
+  /** Units spent (SPEC §22): an admitted call's `cost`, or an answer's `charge`. */
+  unitsSpent(cls: string, kind: "cost" | "charge", units: number): void {
+    const byKind = inner(this.units, cls);
+    let c = byKind.get(kind);
+    if (c === undefined) {
+      c = this.m.ratelimitUnits.labels({ class: cls, kind });
+      byKind.set(kind, c);
+    }
+    c.inc(units);
+  }
+
+  /** An answer of a `charge` class without a usable charge header (SPEC §22). */
+  chargeInvalid(cls: string): void {
+    this.m.chargeInvalid.inc({ class: cls });
   }
 
   /** A plan claim that named no configured plan (SPEC §10). */

@@ -3,6 +3,7 @@
  * and `redact` for every place a credential could appear.
  */
 import { createRequire } from "node:module";
+import { prettyMessage } from "./pretty-line.js";
 import pino, { type Logger, type DestinationStream } from "pino";
 
 /** Paths pino censors in every line (SPEC §8: tokens and `Authorization` never logged). */
@@ -27,11 +28,22 @@ export type LogFormat = "json" | "pretty";
  * A destination that turns the JSON lines written to it (the logger's and the access lines) into
  * pino-pretty's text on `destination`. Loaded only when asked for: production never pays for it.
  * @param destination - where the text goes; default stdout
+ * @param details - an access line's other fields too (the `debug` level), see `pretty-line.ts`
  */
-export function prettyDestination(destination: DestinationStream | number = 1): DestinationStream {
+export function prettyDestination(
+  destination: DestinationStream | number = 1,
+  details = false,
+): DestinationStream {
   const require = createRequire(import.meta.url);
   const pretty = require("pino-pretty") as (o: Record<string, unknown>) => DestinationStream;
-  return pretty({ destination, sync: false, translateTime: "SYS:HH:MM:ss.l", ignore: "service" });
+  return pretty({
+    destination,
+    sync: false,
+    translateTime: "SYS:HH:MM:ss.l",
+    ignore: "service",
+    hideObject: true,
+    messageFormat: prettyMessage(details),
+  });
 }
 
 /**
@@ -48,7 +60,7 @@ export function createLogger(
   format: LogFormat = "json",
 ): Logger {
   const json = destination ?? pino.destination({ dest: 1, sync: false, minLength: 4096 });
-  const dest = format === "pretty" ? prettyDestination(json) : json;
+  const dest = format === "pretty" ? prettyDestination(json, level === "debug" || level === "trace") : json;
   return pino(
     {
       level,

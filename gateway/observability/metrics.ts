@@ -47,6 +47,10 @@ export interface GatewayMetrics {
   storeDuration: HotHistogram<"store">;
   storeDegraded: Gauge;
   localRejections: HotCounter<"class">;
+  /** Units spent by calls of classes with a `cost` above 1 or a `charge` (SPEC §22). */
+  ratelimitUnits: HotCounter<"class" | "kind">;
+  /** Answers of a `charge` class without a usable charge header (SPEC §22). */
+  chargeInvalid: Counter<"class">;
   authResults: HotCounter<"result">;
   introspectionRequests: Counter<"result">;
   introspectionDuration: Histogram;
@@ -132,6 +136,18 @@ export function createMetrics(registry: Registry, version: string): GatewayMetri
     localRejections: new HotCounter({
       name: "gateway_ratelimit_local_rejections_total",
       help: "Calls answered 429 from this process's cache of the store's rejections, without a store call.",
+      labelNames: ["class"],
+      registers,
+    }),
+    ratelimitUnits: new HotCounter({
+      name: "gateway_ratelimit_units_total",
+      help: "Units spent by calls of classes with a cost above 1 or a charge: kind cost (admitted calls' cost) or charge (units charged from upstream answers).",
+      labelNames: ["class", "kind"],
+      registers,
+    }),
+    chargeInvalid: new Counter({
+      name: "gateway_ratelimit_charge_invalid_total",
+      help: "Upstream answers of a class with a charge whose charge header was missing, malformed or negative (nothing charged).",
       labelNames: ["class"],
       registers,
     }),

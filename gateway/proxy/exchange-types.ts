@@ -40,8 +40,20 @@ export interface ExchangeResult {
 export interface ExchangeHooks<C> {
   /** An attempt goes to `endpoint` (the access line names it even if the client leaves). */
   attemptStarted(context: C, endpoint: Endpoint): void;
-  /** Time the head, drop its hop-by-hop fields, write the gateway's fields over the upstream's. */
-  upstreamHead(context: C, headers: HeaderMap, endpoint: Endpoint, upgraded: boolean): void;
+  /**
+   * Time the head, drop its hop-by-hop fields, write the gateway's fields over the upstream's.
+   * @param canWait - true for a plain exchange, which can hold the head (and the body) back
+   * @returns null: relay the head now; a promise (only when `canWait`): relay it, and the body
+   *   after it, once it settles (the charge of an answer, SPEC §22, is counted first so the head
+   *   carries it)
+   */
+  upstreamHead(
+    context: C,
+    headers: HeaderMap,
+    endpoint: Endpoint,
+    upgraded: boolean,
+    canWait: boolean,
+  ): Promise<void> | null;
   /**
    * A WebSocket handshake failed before any answer: answer on the client socket now, which still
    * speaks HTTP (http-proxy-3 ends it right after reporting the error).

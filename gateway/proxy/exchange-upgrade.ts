@@ -126,7 +126,7 @@ class HandshakeExchange<C> implements UpgradeExchange, ExchangeResult {
     this.status = status;
     this.trace?.upstreamResponded(status);
     this.upstream.answered(this.endpoint, status, this.startedMs);
-    this.decorator.upstreamHead(this.context, headers, this.endpoint, status === 101);
+    this.decorator.upstreamHead(this.context, headers, this.endpoint, status === 101, false);
     this.responseStarted = true;
     this.settle(null);
   }

@@ -1,11 +1,9 @@
 /**
  * One plain exchange and its tries (SPEC §16, §17): each try goes to an endpoint the upstream
- * picks, through that endpoint's undici pool (undici 7 handler API), with its own handler object
- * ({@link Attempt}) so that the callbacks of a try that was given up are told apart from the
- * current one's. A failed try is retried when the route's policy, the call (idempotent, its body
- * kept whole) and the upstream's retry budget allow it, and nothing of the response has reached
- * the client; the head of the try that answers is decorated by the core and written by the
- * transport, its body streams with backpressure.
+ * picks, through its undici pool, with its own handler ({@link Attempt}) so a given-up try's
+ * callbacks are told apart. A failed try is retried when the route's policy, the call and the
+ * retry budget allow it and nothing of the response has reached the client; the answering try's
+ * head is decorated by the core and written by the transport, its body streams with backpressure.
  *
  * Timers exist only where configured: a try's `per_try_timeout_ms`, the route's `timeout_ms` (first
  * try to response head; undici's header timer is off then, so a route may be longer or shorter
@@ -22,6 +20,7 @@ import type { ResponseTarget } from "./client-io.js";
 import type { Endpoint } from "./endpoint.js";
 import { BODY_TOO_LARGE } from "./body-limit.js";
 import type { ExchangeHooks, ExchangeResult, HeadWriter, PlainRequest } from "./exchange-types.js";
+import { HeldAnswer } from "./held-answer.js";
 import { backoffMs } from "../config/retry-policy.js";
 import { settlement } from "./settlement.js";
 import type { Upstream } from "./upstream.js";
@@ -53,6 +52,8 @@ export class PlainExchange<C, R extends ResponseTarget> implements ExchangeResul
   private backoff: NodeJS.Timeout | null = null;
   private deadline: NodeJS.Timeout | null = null;
   resolve: ((r: ExchangeResult) => void) | null = null;
+  /** The answer while its head waits for the core (SPEC §22 charge), else null. */
+  private held: HeldAnswer | null = null;
 
   constructor(
     private readonly upstream: Upstream,
@@ -95,8 +96,7 @@ export class PlainExchange<C, R extends ResponseTarget> implements ExchangeResul
         method: request.method as Dispatcher.HttpMethod,
         headers: request.headers,
         body: request.replay ?? request.upload,
-        // A route's `timeout_ms` bounds the time to a head here (its deadline), whether longer or
-        // shorter than the upstream's; without one, undici's header timer is the upstream's.
+        // A route's deadline, not undici's header timer, bounds the time to a head when it has one.
         headersTimeout: request.timeoutMs > 0 ? 0 : endpoint.timeouts.timeoutMs,
         bodyTimeout: endpoint.timeouts.timeoutMs,
       },
@@ -123,12 +123,27 @@ export class PlainExchange<C, R extends ResponseTarget> implements ExchangeResul
     if (this.deadline !== null) clearTimeout(this.deadline);
     if (attempt.timer !== null) clearTimeout(attempt.timer);
     this.status = status;
-    this.hooks.upstreamHead(this.context, headers, attempt.endpoint, false);
+    const wait = this.hooks.upstreamHead(this.context, headers, attempt.endpoint, false, true);
+    if (wait === null) return this.relayHead(status, message, headers);
+    const held = (this.held = new HeldAnswer(controller, status, message, headers));
+    void wait.then(() => {
+      this.held = null;
+      if (!this.done) held.release(this); // else the client left or the try failed meanwhile
+    });
+  }
+
+  relayHead(status: number, message: string, headers: HeaderMap): void {
     this.writer.writeHead(this.res, status, message, headers);
     this.responseStarted = true;
   }
 
+  relayEnd(): void {
+    this.res.end();
+    this.settle(null);
+  }
+
   data(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    if (this.held !== null) return this.held.hold(chunk);
     if (!this.res.write(chunk)) {
       controller.pause();
       this.res.once("drain", onDrain);
@@ -136,9 +151,10 @@ export class PlainExchange<C, R extends ResponseTarget> implements ExchangeResul
   }
 
   end(attempt: Attempt): void {
-    this.res.end();
+    if (this.held !== null) this.held.ended = true;
+    else this.res.end();
     this.finish(attempt);
-    this.settle(null);
+    if (this.held === null) this.settle(null);
   }
 
   /** The current try failed (or timed out): retried when allowed, else the exchange's failure. */
@@ -200,6 +216,7 @@ export class PlainExchange<C, R extends ResponseTarget> implements ExchangeResul
   private mayRetry(): boolean {
     const policy = this.request.retry!;
     if (this.attempts > policy.attempts || this.clientLeft || this.responseStarted) return false;
+    if (this.held !== null) return false; // the answer is being charged for
     return this.upstream.budget.tryRetry();
   }
 

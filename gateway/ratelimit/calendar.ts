@@ -81,12 +81,15 @@ export function periodLengthS(nowMs: number, period: Period, offsetMs: number): 
 }
 
 /**
- * Decides one calendar window for a call of weight 1 (the memory store's twin of
- * `calendar_window` in `lua/calendar.lua`): an exact counter per period, admitted while below
- * `limit`. `state` is rolled to the period containing `nowMs` (a count of another period is 0).
- * Reset is the period's end, the next one's start, whatever remains (SPEC §19).
- * @param state - `startMs` the period counted, `curr` the calls admitted in it (`prev` unused)
+ * Decides one calendar window for a call of `cost` units (the memory store's twin of
+ * `calendar_window` in `lua/calendar.lua`): an exact counter per period, admitted while `cost`
+ * units are left. `state` is rolled to the period containing `nowMs` (a count of another period is
+ * 0). Reset is the period's end, the next one's start, whatever remains (SPEC §19).
+ * @param state - `startMs` the period counted, `curr` the units counted in it (`prev` unused)
  * @param scratch - receives the period's bounds
+ * @param count - true for a call that counts (remaining after it); false for a peek or a verdict
+ *   after a charge (remaining now) @default true
+ * @param cost - units a call spends (SPEC §22) @default 1
  */
 export function calendarVerdict(
   state: CounterState,
@@ -95,6 +98,8 @@ export function calendarVerdict(
   offsetMs: number,
   limit: number,
   scratch: PeriodBounds,
+  count = true,
+  cost = 1,
 ): WindowVerdict {
   const b = periodBounds(nowMs, period, offsetMs, scratch);
   if (state.startMs !== b.startMs) {
@@ -102,9 +107,9 @@ export function calendarVerdict(
     state.prev = 0;
     state.curr = 0;
   }
-  return state.curr < limit
-    ? { fits: true, remaining: limit - state.curr - 1, resetAtMs: b.endMs }
-    : { fits: false, remaining: 0, resetAtMs: b.endMs };
+  return state.curr + cost <= limit
+    ? { fits: true, remaining: limit - state.curr - (count ? cost : 0), resetAtMs: b.endMs }
+    : { fits: false, remaining: Math.max(0, limit - state.curr), resetAtMs: b.endMs };
 }
 
 /** Minutes to the offset in ms. */

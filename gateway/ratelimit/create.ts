@@ -10,8 +10,10 @@ import type { GatewayMetrics } from "../observability/metrics.js";
 import { FailoverLimiter } from "./failover.js";
 import type { Limiter } from "./limiter.js";
 import { MemoryStore } from "./memory-store.js";
+import { hasCalendarWindows, warnIfVolatile } from "./redis-persistence.js";
 import { RedisStore } from "./redis-store.js";
 import { RejectionCache } from "./rejection-cache.js";
+import { SpentQuotas } from "./spent-quotas.js";
 
 /** Dependencies of {@link createLimiter}. */
 export interface LimiterDeps {
@@ -56,6 +58,7 @@ export function createLimiter(config: GatewayConfig, deps: LimiterDeps): Limiter
       maxKeys: rl.memory.max_keys,
       limitDivisor: rl.expected_replicas,
     }),
+    spentQuotas: new SpentQuotas({ maxKeys: rl.memory.max_keys, limitDivisor: rl.expected_replicas }),
     failureMode: rl.failure_mode,
     clock: deps.clock,
     metrics: deps.metrics,
@@ -66,6 +69,14 @@ export function createLimiter(config: GatewayConfig, deps: LimiterDeps): Limiter
     connected: () => store.client.status === "ready",
     ping: () => store.ping(),
   });
+  if (hasCalendarWindows(rl)) {
+    // SPEC §19: a Redis that persists nothing would restart every period's count with itself.
+    const call = (command: string, ...args: string[]) => store.client.call(command, ...args);
+    void store.started().then(
+      () => warnIfVolatile(call, redis, deps.logger),
+      () => undefined, // a refused start is the caller's to report
+    );
+  }
   const open = rl.failure_mode === "open";
   // A request's trace reaches the Redis store only with a call that goes there (its
   // `ratelimit.redis` span): a local answer of the rejection cache or of the fallback records none.

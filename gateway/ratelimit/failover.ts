@@ -26,13 +26,18 @@
  *   command timeouts. Under traffic the calls themselves are the check and no ping is sent.
  *
  * Calls counted in memory during an outage are not copied to Redis: the shared windows resume with
- * what Redis holds.
+ * what Redis holds. A spent quota stays spent (SPEC §19): a calendar window's count in memory starts
+ * from the last count Redis gave this replica for the caller in the current period
+ * (`spent-quotas.ts`), so a caller seen over a monthly limit stays refused until the month ends.
  */
 import type { Logger } from "pino";
 import { systemClock, type Clock } from "../base/clock.js";
 import type { GatewayMetrics } from "../observability/metrics.js";
 import type { RequestTrace } from "../observability/tracing/request-trace.js";
-import { LimitStoreError, type Decision, type Limiter, type LimitPolicy } from "./limiter.js";
+import type { BudgetKeys, CountMode, Decision, Limiter, LimitPolicy } from "./limiter.js";
+import { LimitStoreError } from "./limiter.js";
+import type { MemoryStore } from "./memory-store.js";
+import { SpentQuotas } from "./spent-quotas.js";
 import type { StoreFailureReason } from "./store-failure.js";
 
 /** The policy the probe consumes against: one tiny key that expires after 2 s. */
@@ -48,7 +53,12 @@ export interface FailoverOptions {
   /** The shared store (Redis). */
   primary: Limiter;
   /** The local store used while failing open; built with `limitDivisor: expected_replicas`. */
-  fallback: Limiter;
+  fallback: MemoryStore;
+  /**
+   * The calendar counts seen in the shared store's replies, from which the fallback counts on
+   * (SPEC §19); built with the fallback's `maxKeys` and `limitDivisor`. @default a new one
+   */
+  spentQuotas?: SpentQuotas;
   failureMode: "open" | "closed";
   /** Times calls and outages (`monotonicMs`); the system clock by default. */
   clock?: Clock;
@@ -71,7 +81,8 @@ export interface FailoverOptions {
 /** The failover {@link Limiter}. */
 export class FailoverLimiter implements Limiter {
   private readonly primary: Limiter;
-  private readonly fallback: Limiter;
+  private readonly fallback: MemoryStore;
+  private readonly spent: SpentQuotas;
   private readonly open: boolean;
   private readonly metrics: FailoverOptions["metrics"];
   private readonly logger: Logger;
@@ -94,6 +105,7 @@ export class FailoverLimiter implements Limiter {
     this.clock = o.clock ?? systemClock;
     this.primary = o.primary;
     this.fallback = o.fallback;
+    this.spent = o.spentQuotas ?? new SpentQuotas();
     this.open = o.failureMode === "open";
     this.metrics = o.metrics;
     this.logger = o.logger;
@@ -113,18 +125,42 @@ export class FailoverLimiter implements Limiter {
   /**
    * @param trace - passed to the shared store (its call's span); an answer from the fallback
    *   makes no network call and records no span
+   * @param budgets - the call's budgets (SPEC §22), counted by the fallback too
    * @throws LimitStoreError in `closed` mode while the shared store fails
    */
-  consume(key: string, policy: LimitPolicy, trace: RequestTrace | null = null): Promise<Decision> {
-    return this.decide(key, policy, true, trace);
+  consume(
+    key: string,
+    policy: LimitPolicy,
+    trace: RequestTrace | null = null,
+    budgets: BudgetKeys | null = null,
+  ): Promise<Decision> {
+    return this.decide(key, policy, "count", trace, budgets, 0);
   }
 
   /**
    * @param trace - as for {@link consume}
    * @throws LimitStoreError in `closed` mode while the shared store fails
    */
-  peek(key: string, policy: LimitPolicy, trace: RequestTrace | null = null): Promise<Decision> {
-    return this.decide(key, policy, false, trace);
+  peek(
+    key: string,
+    policy: LimitPolicy,
+    trace: RequestTrace | null = null,
+    budgets: BudgetKeys | null = null,
+  ): Promise<Decision> {
+    return this.decide(key, policy, "peek", trace, budgets, 0);
+  }
+
+  /**
+   * A charge (SPEC §22), in memory while failing open, as calls are.
+   * @throws LimitStoreError in `closed` mode while the shared store fails
+   */
+  charge(
+    key: string,
+    policy: LimitPolicy,
+    units: number,
+    budgets: BudgetKeys | null = null,
+  ): Promise<Decision> {
+    return this.decide(key, policy, "charge", null, budgets, units);
   }
 
   async close(): Promise<void> {
@@ -136,34 +172,43 @@ export class FailoverLimiter implements Limiter {
   private async decide(
     key: string,
     policy: LimitPolicy,
-    count: boolean,
+    mode: CountMode,
     trace: RequestTrace | null,
+    budgets: BudgetKeys | null,
+    units: number,
   ): Promise<Decision> {
-    if (this.outageSince !== undefined) return this.local(key, policy, count, undefined);
+    if (this.outageSince !== undefined) return this.local(key, policy, mode, budgets, units, undefined);
     const started = this.clock.monotonicMs();
     try {
-      const d = await (count
-        ? this.primary.consume(key, policy, trace)
-        : this.primary.peek(key, policy, trace));
+      const d = await call(this.primary, key, policy, mode, trace, budgets, units);
       this.duration.observe((this.clock.monotonicMs() - started) / 1000);
       this.answered = true;
+      this.spent.record(key, policy, d);
       return d;
     } catch (err) {
       this.duration.observe((this.clock.monotonicMs() - started) / 1000);
       this.failed(err);
-      return this.local(key, policy, count, err);
+      return this.local(key, policy, mode, budgets, units, err);
     }
   }
 
   /** Answers during an outage: from memory (`open`) or by rejecting (`closed`). */
-  private async local(key: string, policy: LimitPolicy, count: boolean, cause: unknown): Promise<Decision> {
+  private async local(
+    key: string,
+    policy: LimitPolicy,
+    mode: CountMode,
+    budgets: BudgetKeys | null,
+    units: number,
+    cause: unknown,
+  ): Promise<Decision> {
     if (!this.open) {
       throw cause instanceof LimitStoreError
         ? cause
         : new LimitStoreError("rate-limit store unavailable", { cause });
     }
     this.degradedCalls++;
-    const d = await (count ? this.fallback.consume(key, policy) : this.fallback.peek(key, policy));
+    this.spent.seed(key, policy, budgets, this.fallback, this.clock.nowMs());
+    const d = await call(this.fallback, key, policy, mode, null, budgets, units);
     return { ...d, degraded: true };
   }
 
@@ -232,4 +277,19 @@ export class FailoverLimiter implements Limiter {
       "rate-limit store available again; shared windows resumed",
     );
   }
+}
+
+/** One store call of `mode`. */
+function call(
+  store: Limiter,
+  key: string,
+  policy: LimitPolicy,
+  mode: CountMode,
+  trace: RequestTrace | null,
+  budgets: BudgetKeys | null,
+  units: number,
+): Promise<Decision> {
+  if (mode === "count") return store.consume(key, policy, trace, budgets);
+  if (mode === "peek") return store.peek(key, policy, trace, budgets);
+  return store.charge(key, policy, units, budgets);
 }

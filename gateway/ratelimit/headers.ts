@@ -4,7 +4,7 @@
  * with `headers.ietf` the `RateLimit-Policy` / `RateLimit` fields of
  * draft-ietf-httpapi-ratelimit-headers-10.
  */
-import type { Decision } from "./limiter.js";
+import type { BudgetKeys, Decision } from "./limiter.js";
 import { ietfPolicyValue, type ResolvedPolicy } from "./policy.js";
 
 /** Header values for one response; plain strings ready for `setHeader`. */
@@ -24,9 +24,15 @@ export interface RateLimitHeaders {
  * Builds the header values from a decision.
  * `X-RateLimit-Reset` is `ceil(resetAtMs / 1000)`; `Retry-After` is `Reset - now` rounded up, at
  * least 1 (SPEC §2), both on the limiter's clock. The IETF `RateLimit` item is the window the
- * decision reports (`windowIndex`), never guessed from its limit.
+ * decision reports (`windowIndex`), never guessed from its limit: a budget's when a budget binds
+ * (SPEC §22, `"read-org_id"`). Limit and Remaining count units (SPEC §22 `cost`).
+ * @param budgets - the call's budgets: `RateLimit-Policy` lists the levels it counts in
  */
-export function rateLimitHeaders(decision: Decision, policy: ResolvedPolicy): RateLimitHeaders {
+export function rateLimitHeaders(
+  decision: Decision,
+  policy: ResolvedPolicy,
+  budgets: BudgetKeys | null = null,
+): RateLimitHeaders {
   const resetS = Math.ceil(decision.resetAtMs / 1000);
   const retryAfterS = Math.max(1, Math.ceil(resetS - decision.nowMs / 1000));
   const h: RateLimitHeaders = {
@@ -37,7 +43,7 @@ export function rateLimitHeaders(decision: Decision, policy: ResolvedPolicy): Ra
     retryAfterS,
   };
   if (policy.ietfPolicy !== null) {
-    h.ietfPolicy = ietfPolicyValue(policy, decision.nowMs)!;
+    h.ietfPolicy = ietfPolicyValue(policy, decision.nowMs, budgets)!;
     // t: seconds until the quota unit frees; equals Retry-After on a 429.
     h.ietf = `"${policy.ietfItems[decision.windowIndex]!}";r=${decision.remaining};t=${retryAfterS}`;
   }

@@ -35,6 +35,28 @@ export type WindowSpec = SlidingWindowSpec | CalendarWindowSpec;
 export type Algorithm = "sliding_window" | "sliding_log";
 
 /**
+ * A budget shared by every caller whose token carries one claim value (SPEC §22): an extra level of
+ * windows a call of the class counts in, keyed by `claim:<name>` and the token's value.
+ */
+export interface BudgetLevel {
+  /** `claim:<name>` as configured: the access line's `limited_by`, the status body's `key`. */
+  key: string;
+  /** The claim's name (`org_id`). */
+  claim: string;
+  windows: readonly WindowSpec[];
+}
+
+/**
+ * The budgets one call belongs to (SPEC §22): per entry of `policy.budgets`, the budget's storage
+ * identity (`claim:org_id:acme`, see `budgetKeysOf` in `budgets.ts`), or null when the token lacks
+ * that claim (the call does not count in that budget).
+ */
+export type BudgetKeys = readonly (string | null)[];
+
+/** How a store call counts: admit-and-count, read only, or add charged units unconditionally. */
+export type CountMode = "count" | "peek" | "charge";
+
+/**
  * What a store needs of a limit class. Counts are stored per identity, class name, window length
  * (or calendar period) and algorithm ({@link windowKey}), never per plan or limit, so a caller
  * whose limits change keeps what it has spent.
@@ -46,6 +68,13 @@ export interface LimitPolicy {
   /** `shadow`: decide and count, but the pipeline proxies over-limit calls anyway. */
   mode: "enforce" | "shadow";
   windows: readonly WindowSpec[];
+  /**
+   * Shared budgets counted by the same call (SPEC §22), in configuration order; their windows
+   * follow `windows` in the flat window index of a {@link Decision}. @default none
+   */
+  budgets?: readonly BudgetLevel[];
+  /** Units a call spends in every window it counts in (SPEC §22 `cost`). @default 1 */
+  cost?: number;
 }
 
 /**
@@ -54,11 +83,15 @@ export interface LimitPolicy {
  */
 export interface Decision {
   allowed: boolean;
-  /** Index in `policy.windows` of the reported window. */
+  /**
+   * Index of the reported window in the policy's flat window list: `policy.windows`, then each
+   * budget's windows in order (`flatWindows` in `levels.ts`), whether or not the call belongs to
+   * every budget.
+   */
   windowIndex: number;
   /** Limit of the reported window (divided by `expected_replicas` while failing open). */
   limit: number;
-  /** Calls still allowed in that window after this one (>= 0). */
+  /** Units still allowed in that window after this call (>= 0; SPEC §22: may be > 0 on a refusal). */
   remaining: number;
   /** When that window next frees capacity (epoch ms, not rounded). */
   resetAtMs: number;
@@ -66,6 +99,30 @@ export interface Decision {
   nowMs: number;
   /** True when the decision came from the fallback memory store during a store outage. */
   degraded: boolean;
+  /**
+   * Redis store only, after a count or a charge of a policy with calendar windows: `[index, count,
+   * ...]`, each calendar window's index among the call's windows (the identity's own come first, at
+   * their `policy.windows` index) and the units counted in its current period after this call; what
+   * a replica goes on counting from while failing open (SPEC §19).
+   */
+  calendarCounts?: readonly number[];
+  /**
+   * A peek's report per budget the call belongs to (SPEC §22, `GET /rate_limit`), in
+   * `policy.budgets` order; absent otherwise.
+   */
+  levels?: readonly LevelStatus[];
+}
+
+/** One budget level's window closest to exhaustion, as a peek read it (SPEC §22). */
+export interface LevelStatus {
+  /** The budget's storage identity, `claim:org_id:acme`. */
+  budget: string;
+  /** Index of the budget in `policy.budgets`. */
+  index: number;
+  limit: number;
+  /** Units left now. */
+  remaining: number;
+  resetAtMs: number;
 }
 
 /** Thrown (as a rejection) by a store that cannot answer; the failover wrapper catches it. */
@@ -83,22 +140,45 @@ export class LimitStoreError extends Error {
 /** A rate-limit store. */
 export interface Limiter {
   /**
-   * Admits the call if every window of `policy` has room for one more call, counting it in all of
-   * them; a rejected call is not counted.
+   * Admits the call if every window of `policy` (and of every budget in `budgets`) has room for
+   * `policy.cost` more units, counting them in all of them; a rejected call is not counted.
    * @param identityKey - the identity with its kind (`sub:alice`, `client:ci-bot`, `ip:10.0.0.1`;
    *   see `identityKey` in `identity.ts`), without the store prefix
    * @param trace - the request's spans (SPEC §13): a store that makes a network call for this one
    *   traces it as a child span of the request's SERVER span (`ratelimit.redis`); an answer given
    *   without one (the memory store, a local answer of the rejection cache) records none
+   * @param budgets - the budgets the call belongs to (SPEC §22); null or absent without budgets
    * @throws LimitStoreError when the store cannot answer
    */
-  consume(identityKey: string, policy: LimitPolicy, trace?: RequestTrace | null): Promise<Decision>;
+  consume(
+    identityKey: string,
+    policy: LimitPolicy,
+    trace?: RequestTrace | null,
+    budgets?: BudgetKeys | null,
+  ): Promise<Decision>;
   /**
    * Reports the state as `consume` would, without counting (`GET /rate_limit`, a CORS preflight,
    * the anonymous-budget check of a token no cache knows).
    * @param trace - as for {@link consume}: a network call is the request's `ratelimit.redis` span
    */
-  peek(identityKey: string, policy: LimitPolicy, trace?: RequestTrace | null): Promise<Decision>;
+  peek(
+    identityKey: string,
+    policy: LimitPolicy,
+    trace?: RequestTrace | null,
+    budgets?: BudgetKeys | null,
+  ): Promise<Decision>;
+  /**
+   * Adds `units` to every window the call counts in (its identity's and its budgets'), never
+   * refused, even past a limit (SPEC §22 `charge`); reports the state after it as `peek` does.
+   * @param units - a positive integer
+   * @throws LimitStoreError when the store cannot answer
+   */
+  charge(
+    identityKey: string,
+    policy: LimitPolicy,
+    units: number,
+    budgets?: BudgetKeys | null,
+  ): Promise<Decision>;
   /** Releases connections and timers. */
   close(): Promise<void>;
 }

@@ -2,12 +2,15 @@
  * In-process store (SPEC §4): the same semantics as the Redis store inside one process, with a
  * bounded LRU of keys. JavaScript runs each call to completion, so check-and-count is atomic.
  * Also the failover store while Redis is down, with limits divided by `expected_replicas`.
+ * Budgets and costs (SPEC §22) as in the scripts: a call counts `cost` units in its own windows and
+ * in every budget's it belongs to, or in none; a charge adds units without a check.
  */
 import { LRUCache } from "lru-cache";
 import type { Clock } from "../base/clock.js";
 import { calendarVerdict, type PeriodBounds } from "./calendar.js";
-import { windowKey } from "./storage-keys.js";
-import type { Decision, Limiter, LimitPolicy } from "./limiter.js";
+import { levelStatuses } from "./budgets.js";
+import { callIndexes, callKey, flatWindows } from "./storage-keys.js";
+import type { BudgetKeys, CountMode, Decision, Limiter, LimitPolicy } from "./limiter.js";
 import {
   counterVerdict,
   logVerdict,
@@ -38,7 +41,7 @@ export interface MemoryStoreOptions {
 export class MemoryStore implements Limiter {
   private readonly clock: Clock;
   private readonly divisor: number;
-  /** One state per window, under the same key the Redis store uses ({@link windowKey}, no prefix). */
+  /** One state per window, under the same key the Redis store uses (`callKey`, no prefix). */
   private readonly states: LRUCache<string, WindowState>;
   private readonly verdicts: WindowVerdict[] = [];
   /** Scratch space of one decision (JavaScript runs it to completion): each window's state and key. */
@@ -52,12 +55,31 @@ export class MemoryStore implements Limiter {
     this.states = new LRUCache({ max: maxKeys });
   }
 
-  consume(identityKey: string, policy: LimitPolicy): Promise<Decision> {
-    return Promise.resolve(this.decide(identityKey, policy, true));
+  consume(
+    identityKey: string,
+    policy: LimitPolicy,
+    _trace?: unknown,
+    budgets: BudgetKeys | null = null,
+  ): Promise<Decision> {
+    return Promise.resolve(this.decide(identityKey, policy, true, budgets));
   }
 
-  peek(identityKey: string, policy: LimitPolicy): Promise<Decision> {
-    return Promise.resolve(this.decide(identityKey, policy, false));
+  peek(
+    identityKey: string,
+    policy: LimitPolicy,
+    _trace?: unknown,
+    budgets: BudgetKeys | null = null,
+  ): Promise<Decision> {
+    return Promise.resolve(this.decide(identityKey, policy, false, budgets));
+  }
+
+  charge(
+    identityKey: string,
+    policy: LimitPolicy,
+    units: number,
+    budgets: BudgetKeys | null = null,
+  ): Promise<Decision> {
+    return Promise.resolve(this.decide(identityKey, policy, "charge", budgets, units));
   }
 
   close(): Promise<void> {
@@ -70,58 +92,111 @@ export class MemoryStore implements Limiter {
     return this.states.size;
   }
 
-  /** Synchronous decision; `count` false reports without counting. */
-  decide(identityKey: string, policy: LimitPolicy, count: boolean): Decision {
+  /**
+   * Raises a calendar window's count for the period that starts at `startMs` to at least `count`
+   * (the failover's spent quotas, SPEC §19); a state of an earlier period is replaced. Counts are
+   * against this store's (divided) limit.
+   * @param budgets - the call's budgets (the identity's keys carry the first one's tag, SPEC §22)
+   * @param windowIndex - a calendar window of `policy` (one of the identity's own)
+   */
+  raiseCalendarCount(
+    identityKey: string,
+    policy: LimitPolicy,
+    budgets: BudgetKeys | null,
+    windowIndex: number,
+    startMs: number,
+    count: number,
+  ): void {
+    const key = callKey("", identityKey, policy, budgets, windowIndex);
+    const state = this.states.get(key) as CounterState | undefined;
+    if (state === undefined || state.startMs !== startMs) {
+      this.states.set(key, { startMs, prev: 0, curr: count });
+    } else if (state.curr < count) {
+      state.curr = count;
+    }
+  }
+
+  /**
+   * Synchronous decision, the twin of the scripts (`lua/*.lua`).
+   * @param mode - true (or `"count"`): admit and count `policy.cost` units; false (`"peek"`):
+   *   report without counting; `"charge"`: add `units` to every window, never refused
+   * @param budgets - per budget, its storage identity or null (SPEC §22); null without budgets
+   * @param units - the units of a charge
+   * @returns the decision; `windowIndex` is a flat index (`flatWindows`)
+   */
+  decide(
+    identityKey: string,
+    policy: LimitPolicy,
+    mode: boolean | CountMode,
+    budgets: BudgetKeys | null = null,
+    units = 0,
+  ): Decision {
+    const count = mode === true || mode === "count";
+    const charging = mode === "charge";
+    const cost = policy.cost ?? 1;
     const nowMs = this.clock.nowMs();
-    const windows = policy.windows;
+    const flat = flatWindows(policy);
+    const indexes = callIndexes(policy, budgets, flat);
     const log = policy.algorithm === "sliding_log";
     const verdicts = this.verdicts;
     const found = this.found;
     const keys = this.keys;
-    verdicts.length = windows.length;
-    found.length = windows.length;
-    keys.length = windows.length;
+    const n = indexes.length;
+    verdicts.length = n;
+    found.length = n;
+    keys.length = n;
     let allowed = true;
     /** Bit i: window i has no stored state yet. */
     let unstored = 0;
-    for (let i = 0; i < windows.length; i++) {
-      const w = windows[i]!;
+    for (let i = 0; i < n; i++) {
+      const w = flat.windows[indexes[i]!]!;
       const limit = Math.ceil(w.limit / this.divisor);
-      const key = windowKey("", identityKey, policy, i);
+      const key = callKey("", identityKey, policy, budgets, indexes[i]!, flat);
       keys[i] = key;
       // A calendar window is a counter whatever the class's algorithm (calendar.ts).
       const isLog = log && w.period === undefined;
       let state = this.states.get(key);
       if (state === undefined) {
         unstored |= 1 << i;
-        state = isLog ? EMPTY_LOG : { startMs: 0, prev: 0, curr: 0 };
+        state = isLog ? (charging ? { times: [], head: 0 } : EMPTY_LOG) : { startMs: 0, prev: 0, curr: 0 };
       }
       found[i] = state;
       let v: WindowVerdict;
       if (w.period !== undefined) {
-        v = calendarVerdict(state as CounterState, nowMs, w.period, w.offsetMs, limit, this.bounds);
+        const c = state as CounterState;
+        if (charging) {
+          calendarVerdict(c, nowMs, w.period, w.offsetMs, limit, this.bounds, false, cost); // rolls
+          c.curr += units;
+        }
+        v = calendarVerdict(c, nowMs, w.period, w.offsetMs, limit, this.bounds, count, cost);
       } else if (isLog) {
         const windowMs = w.windowS * 1000;
         const s = state as LogState;
         if (s !== EMPTY_LOG) trimLog(s, nowMs - windowMs);
-        v = logVerdict(s.times, s.head, nowMs, windowMs, limit);
+        if (charging) for (let u = 0; u < units; u++) s.times.push(nowMs);
+        v = logVerdict(s.times, s.head, nowMs, windowMs, limit, count, cost);
       } else {
         const windowMs = w.windowS * 1000;
         const c = state as CounterState;
         rollCounter(c, nowMs, windowMs);
-        v = counterVerdict(c, nowMs, windowMs, limit, count);
+        if (charging) c.curr += units;
+        v = counterVerdict(c, nowMs, windowMs, limit, count, cost);
       }
       verdicts[i] = v;
       if (!v.fits) allowed = false;
     }
-    if (allowed && count) {
-      for (let i = 0; i < windows.length; i++) {
+    if (charging) allowed = true;
+    if ((allowed && count) || charging) {
+      for (let i = 0; i < n; i++) {
         let state = found[i]!;
-        if (log && windows[i]!.period === undefined) {
-          if (state === EMPTY_LOG) state = { times: [], head: 0 };
-          (state as LogState).times.push(nowMs);
-        } else {
-          (state as CounterState).curr += 1;
+        if (count) {
+          if (log && flat.windows[indexes[i]!]!.period === undefined) {
+            if (state === EMPTY_LOG) state = { times: [], head: 0 };
+            const times = (state as LogState).times;
+            for (let u = 0; u < cost; u++) times.push(nowMs);
+          } else {
+            (state as CounterState).curr += cost;
+          }
         }
         // A window's first counted call stores its state; found ones were updated in place.
         if ((unstored & (1 << i)) !== 0) this.states.set(keys[i]!, state);
@@ -130,17 +205,31 @@ export class MemoryStore implements Limiter {
     found.fill(EMPTY_LOG); // hold no state past the call
     const r = pickReported(verdicts, allowed);
     const v = verdicts[r]!;
-    const limit = Math.ceil(windows[r]!.limit / this.divisor);
-    return {
+    const d: Decision = {
       allowed,
-      windowIndex: r,
-      limit,
-      // peek reports what is left now, not after a call
-      remaining: count || !allowed ? v.remaining : Math.min(limit, v.remaining + 1),
+      windowIndex: indexes[r]!,
+      limit: Math.ceil(flat.windows[indexes[r]!]!.limit / this.divisor),
+      remaining: v.remaining,
       resetAtMs: v.resetAtMs,
       nowMs,
       degraded: false,
     };
+    // A peek with budgets reports each level too (SPEC §22, GET /rate_limit).
+    if (mode === false || mode === "peek") {
+      if (budgets !== null) {
+        const limits = indexes.map((i) => Math.ceil(flat.windows[i]!.limit / this.divisor));
+        const rems = verdicts.map((x) => x.remaining);
+        d.levels = levelStatuses(
+          policy,
+          budgets,
+          indexes,
+          limits,
+          rems,
+          verdicts.map((x) => x.resetAtMs),
+        );
+      }
+    }
+    return d;
   }
 }
 

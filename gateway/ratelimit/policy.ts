@@ -1,18 +1,19 @@
 /**
- * Resolved policies (SPEC §4, §10, §19), compiled once per configuration the way envoyproxy/ratelimit
+ * Resolved policies (SPEC §4, §10, §19, §22), compiled once per configuration the way envoyproxy/ratelimit
  * builds its limit tree at load: one policy per (class, plan) with everything a request needs to
  * be counted — class name, plan, windows, algorithm, mode, the identity kind it counts by, and its
  * header values — and the prepared plan resolution, so the hot path only looks things up.
  *
  * A plan's policies differ from the class's own only in `plan` and, where the plan names the
- * class, `windows`: storage keys come from the class name and window lengths (`storage-keys.ts`), so a
+ * class, `windows` (and `budgets` when its entry gives them): storage keys come from the class name and window lengths (`storage-keys.ts`), so a
  * caller whose plan changes keeps what it has spent.
  */
 import type { GatewayConfig } from "../config/schema.js";
 import { parseUtcOffset } from "../config/calendar-periods.js";
 import { offsetMsOf, periodBounds, periodLengthS, type PeriodBounds } from "./calendar.js";
 import type { IdentityKind } from "./identity.js";
-import type { Algorithm, LimitPolicy, WindowSpec } from "./limiter.js";
+import type { Algorithm, BudgetKeys, BudgetLevel, LimitPolicy, WindowSpec } from "./limiter.js";
+import { callIndexes, flatWindows } from "./storage-keys.js";
 import { PlanResolver } from "./plans.js";
 
 /** The name of the unauthenticated class (SPEC §3). */
@@ -39,15 +40,48 @@ export interface ResolvedPolicy extends LimitPolicy {
    * and {@link ietfPolicy} holds at every instant.
    */
   ietfPolicyAt: ((nowMs: number) => string) | null;
-  /** `RateLimit` item name per window, in `windows` order (the decision's `windowIndex` picks one). */
+  /**
+   * `RateLimit` item name per flat window (own windows, then each budget's: `flatWindows`); the
+   * decision's `windowIndex` picks one.
+   */
   ietfItems: readonly string[];
+  /** Shared budgets (SPEC §22), in configuration order; empty without. */
+  budgets: readonly BudgetLevel[];
+  /** Units a call spends (SPEC §22). */
+  cost: number;
+  /** Units charged from the upstream's answer (SPEC §22), or null. `header` is lower-case. */
+  charge: Readonly<{ header: string; max: number }> | null;
+}
+
+/** What a class adds to its windows (SPEC §22): shared budgets, cost, charge. */
+export interface PolicyExtras {
+  budgets?: readonly BudgetLevel[];
+  cost?: number;
+  charge?: Readonly<{ header: string; max: number }> | null;
 }
 
 /**
  * The `RateLimit-Policy` value of `policy` at `nowMs` (epoch ms): a month window's `w` is the
- * length of the month at hand (SPEC §19). Null without `headers.ietf`.
+ * length of the month at hand (SPEC §19). Null without `headers.ietf`. With budgets (SPEC §22) it
+ * lists the windows of every level the call counts in (a budget's items are named
+ * `<class>-<claim>`).
+ * @param budgets - the call's budgets; a call that belongs to only some has its own list
  */
-export function ietfPolicyValue(policy: ResolvedPolicy, nowMs: number): string | null {
+export function ietfPolicyValue(
+  policy: ResolvedPolicy,
+  nowMs: number,
+  budgets: BudgetKeys | null = null,
+): string | null {
+  if (policy.ietfPolicy === null) return null;
+  const indexes = budgets === null ? null : callIndexes(policy, budgets);
+  if (indexes !== null && indexes.length !== policy.ietfItems.length) {
+    const windows = flatWindows(policy).windows;
+    return ietfPolicyText(
+      indexes.map((i) => windows[i]!),
+      indexes.map((i) => policy.ietfItems[i]!),
+      nowMs,
+    );
+  }
   return policy.ietfPolicyAt === null ? policy.ietfPolicy : policy.ietfPolicyAt(nowMs);
 }
 
@@ -77,6 +111,7 @@ export interface PolicySet {
 }
 
 type Windows = GatewayConfig["rate_limits"]["anonymous"]["windows"];
+type PlanEntry = GatewayConfig["rate_limits"]["plans"][string][string];
 
 /**
  * @param offsetMs - `rate_limits.quota_utc_offset` (ms east of UTC), for calendar windows
@@ -122,8 +157,11 @@ function monthlyPolicyText(
  * One policy. Item names of `RateLimit-Policy`: the class, suffixed with the window length (or the
  * calendar period) when the class has several (`"write-1s";q=10;w=1, "write-3600s";q=1000;w=3600`,
  * `"read-day";q=1000;w=86400`); a plan's policy describes the plan's windows under the same names.
+ * A budget's windows follow, named `<class>-<claim>` by the same rule (`"read-org_id"`, or
+ * `"read-org_id-60s"`, `"read-org_id-month"` when it has several).
  * @param windows - the class's windows, or the plan's where it names the class
  * @param plan - the plan these windows belong to, or null (no plan, the anonymous class)
+ * @param extras - budgets, cost and charge (SPEC §22); none, 1 and none by default
  */
 export function resolvePolicy(
   className: string,
@@ -133,14 +171,20 @@ export function resolvePolicy(
   identity: IdentityKind,
   ietf: boolean,
   plan: string | null = null,
+  extras: PolicyExtras = {},
 ): ResolvedPolicy {
-  const ietfItems = windows.map((w) =>
-    windows.length === 1 ? className : `${className}-${w.period ?? `${w.windowS}s`}`,
-  );
-  const month = windows.find((w) => w.period === "month");
-  const ietfPolicy = ietf ? ietfPolicyText(windows, ietfItems, Date.now()) : null;
+  const budgets = Object.freeze(extras.budgets ?? []);
+  const itemsOf = (name: string, ws: readonly WindowSpec[]) =>
+    ws.map((w) => (ws.length === 1 ? name : `${name}-${w.period ?? `${w.windowS}s`}`));
+  const ietfItems = [
+    ...itemsOf(className, windows),
+    ...budgets.flatMap((b) => itemsOf(`${className}-${b.claim}`, b.windows)),
+  ];
+  const flat = [...windows, ...budgets.flatMap((b) => b.windows)];
+  const month = flat.find((w) => w.period === "month");
+  const ietfPolicy = ietf ? ietfPolicyText(flat, ietfItems, Date.now()) : null;
   const ietfPolicyAt =
-    ietf && month !== undefined ? monthlyPolicyText(windows, ietfItems, month.offsetMs!) : null;
+    ietf && month !== undefined ? monthlyPolicyText(flat, ietfItems, month.offsetMs!) : null;
   return Object.freeze({
     className,
     algorithm,
@@ -151,7 +195,23 @@ export function resolvePolicy(
     ietfPolicy,
     ietfPolicyAt,
     ietfItems: Object.freeze(ietfItems),
+    budgets,
+    cost: extras.cost ?? 1,
+    charge: extras.charge ?? null,
   });
+}
+
+type Budgets = GatewayConfig["rate_limits"]["classes"][string]["budgets"];
+
+/** Configured budgets as levels (SPEC §22): `claim:org_id` → claim `org_id`. */
+function budgetsOf(budgets: Budgets, offsetMs: number): BudgetLevel[] {
+  return (budgets ?? []).map((b) =>
+    Object.freeze({
+      key: b.key,
+      claim: b.key.slice("claim:".length),
+      windows: windowsOf(b.windows, offsetMs),
+    }),
+  );
 }
 
 /**
@@ -162,13 +222,24 @@ export function compilePolicies(config: GatewayConfig): PolicySet {
   const ietf = config.headers.ietf;
   const rl = config.rate_limits;
   const offsetMs = offsetMsOf(parseUtcOffset(rl.quota_utc_offset)!);
-  const planPolicies = (name: string | null, overrides: Readonly<Record<string, Windows>>) => {
+  const planPolicies = (name: string | null, overrides: Readonly<Record<string, PlanEntry>>) => {
     const byClass = new Map<string, ResolvedPolicy>();
     for (const [cls, c] of Object.entries(rl.classes)) {
-      const windows = windowsOf(overrides[cls] ?? c.windows, offsetMs);
+      const entry = overrides[cls];
+      const own = entry === undefined ? c.windows : Array.isArray(entry) ? entry : entry.windows;
+      const budgets = entry === undefined || Array.isArray(entry) ? c.budgets : (entry.budgets ?? c.budgets);
+      const windows = windowsOf(own, offsetMs);
+      const extras: PolicyExtras = {
+        budgets: budgetsOf(budgets, offsetMs),
+        cost: c.cost,
+        charge:
+          c.charge === undefined
+            ? null
+            : Object.freeze({ header: c.charge.header.toLowerCase(), max: c.charge.max }),
+      };
       byClass.set(
         cls,
-        resolvePolicy(cls, c.algorithm, c.mode, windows, c.identity ?? rl.identity, ietf, name),
+        resolvePolicy(cls, c.algorithm, c.mode, windows, c.identity ?? rl.identity, ietf, name, extras),
       );
     }
     return Object.freeze({ name, byClass });

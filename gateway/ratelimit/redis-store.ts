@@ -11,7 +11,6 @@
  */
 import { randomBytes } from "node:crypto";
 import type { Writable } from "node:stream";
-import { readFileSync } from "node:fs";
 import { ATTR_DB_SYSTEM_NAME } from "@opentelemetry/semantic-conventions";
 import type { Logger } from "pino";
 import type { RedisConfig } from "../config/schema.js";
@@ -21,68 +20,20 @@ import {
   type ChildSpanSpec,
   type RequestTrace,
 } from "../observability/tracing/request-trace.js";
-import { LimitStoreError, type Decision, type Limiter, type LimitPolicy } from "./limiter.js";
+import { type BudgetKeys, type CountMode, type Decision, type Limiter, type LimitPolicy } from "./limiter.js";
 import { Redis } from "ioredis";
 import { connectTimeoutMs, openRedis, type RedisClient } from "./redis-connection.js";
 import { RedisLink } from "./redis-link.js";
 import { ReplyWatch } from "./reply-watch.js";
-import { windowKey, windowSuffixes } from "./storage-keys.js";
-
-/**
- * A script registered with `defineCommand` (variable key count: `numKeys` first). ioredis flattens
- * array arguments one level (its `Command` constructor), so keys and window pairs go as arrays.
- */
-type ScriptCommand = (
-  numKeys: number,
-  keys: readonly string[],
-  count: "1" | "0",
-  nonce: string,
-  windowArgs: readonly (number | string)[],
-) => Promise<unknown>;
-
-/** The commands {@link RedisStore} defines on its client. */
-interface ScriptCommands {
-  rlSlidingWindow: ScriptCommand;
-  rlSlidingLog: ScriptCommand;
-}
-
-/** Per-policy argument plan, built once per policy object. */
-interface Plan {
-  /** Key tails per window ({@link windowSuffixes}). */
-  keySuffixes: readonly string[];
-  /** `limit, windowMs` pairs (ARGV[3..]); a calendar window's second is {@link windowArg}'s. */
-  windowArgs: (number | string)[];
-  script: keyof ScriptCommands;
-  /** sliding_log: each counted call carries a nonce. */
-  log: boolean;
-}
+import { levelStatuses } from "./budgets.js";
+import { luaSource, toDecision, windowArg, type ScriptCommands, type ScriptPlan } from "./lua-scripts.js";
+import { callIndexes, callKey, flatWindows, windowKey, windowSuffixes } from "./storage-keys.js";
 
 /** The span of a counting call (SPEC §13; `db.system.name`, OpenTelemetry database conventions). */
 const REDIS_SPAN: ChildSpanSpec = Object.freeze({
   name: "ratelimit.redis",
   attributes: Object.freeze({ [ATTR_DB_SYSTEM_NAME]: "redis" }),
 });
-
-/** Reads `lua/<name>.lua` next to this module (the build copies them to `dist/`). */
-function readLua(name: string): string {
-  return readFileSync(new URL(`./lua/${name}.lua`, import.meta.url), "utf8");
-}
-
-/**
- * A limiter script as one chunk: the shared head (`lua/prologue.lua`: now, count, n), the calendar
- * windows (`lua/calendar.lua`), its own body, then the shared reply (`lua/reply.lua`).
- */
-function luaSource(name: string): string {
-  return `${readLua("prologue")}\n${readLua("calendar")}\n${readLua(name)}\n${readLua("reply")}`;
-}
-
-/**
- * A window's ARGV[2i+2]: a sliding window's length (ms), or a calendar window's
- * `<period>:<offset minutes>` (`month:540`), which `lua/calendar.lua` reads.
- */
-function windowArg(w: LimitPolicy["windows"][number]): number | string {
-  return w.period === undefined ? w.windowS * 1000 : `${w.period}:${w.offsetMs / 60_000}`;
-}
 
 /** Options of {@link RedisStore}. */
 export interface RedisStoreOptions {
@@ -98,7 +49,7 @@ export class RedisStore implements Limiter {
   readonly client: RedisClient;
   private readonly scripts: ScriptCommands;
   private readonly prefix: string;
-  private readonly plans = new WeakMap<LimitPolicy, Plan>();
+  private readonly plans = new WeakMap<LimitPolicy, ScriptPlan>();
   /** Random per-store tag + counter: sliding_log members unique across calls and gateways. */
   private readonly nonceTag = randomBytes(6).toString("base64url");
   private seq = 0;
@@ -133,16 +84,41 @@ export class RedisStore implements Limiter {
    * @throws LimitStoreError (as a rejection) naming what failed: no reply `command_timeout_ms`
    *   after the write, or the connection's own error (refused, DNS, TLS, authentication, database)
    */
-  consume(key: string, policy: LimitPolicy, trace: RequestTrace | null = null): Promise<Decision> {
-    return traced(childSpan(trace, REDIS_SPAN), this.run(key, policy, true));
+  consume(
+    key: string,
+    policy: LimitPolicy,
+    trace: RequestTrace | null = null,
+    budgets: BudgetKeys | null = null,
+  ): Promise<Decision> {
+    return traced(childSpan(trace, REDIS_SPAN), this.run(key, policy, "count", budgets, 0));
   }
 
   /**
    * @param trace - as for {@link consume}
    * @throws LimitStoreError (as a rejection) as for {@link consume}
    */
-  peek(key: string, policy: LimitPolicy, trace: RequestTrace | null = null): Promise<Decision> {
-    return traced(childSpan(trace, REDIS_SPAN), this.run(key, policy, false));
+  peek(
+    key: string,
+    policy: LimitPolicy,
+    trace: RequestTrace | null = null,
+    budgets: BudgetKeys | null = null,
+  ): Promise<Decision> {
+    // With budgets, the reply carries every window's state: the status of each level.
+    const every = budgets === null ? 0 : 1;
+    return traced(childSpan(trace, REDIS_SPAN), this.run(key, policy, "peek", budgets, every));
+  }
+
+  /**
+   * The charge of an answer (SPEC §22): one EVALSHA adding `units` to every window of the call.
+   * @throws LimitStoreError (as a rejection) as for {@link consume}
+   */
+  charge(
+    key: string,
+    policy: LimitPolicy,
+    units: number,
+    budgets: BudgetKeys | null = null,
+  ): Promise<Decision> {
+    return this.run(key, policy, "charge", budgets, units);
   }
 
   /**
@@ -178,17 +154,28 @@ export class RedisStore implements Limiter {
   /**
    * Redis key of one window ({@link windowKey}): `<key_prefix>:{<identityKey>}:<class>:<window_s>`,
    * plus `:log` for sliding_log. The hash tag puts every key of an identity in one Cluster slot.
+   * @param windowIndex - a flat index (own windows, then budgets': `flatWindows`)
+   * @param budgets - the call's budgets (SPEC §22): then the key is {@link callKey}'s
    */
-  keyOf(identityKey: string, policy: LimitPolicy, windowIndex: number): string {
-    return windowKey(this.prefix, identityKey, policy, windowIndex);
+  keyOf(
+    identityKey: string,
+    policy: LimitPolicy,
+    windowIndex: number,
+    budgets: BudgetKeys | null = null,
+  ): string {
+    return budgets === null
+      ? windowKey(this.prefix, identityKey, policy, windowIndex)
+      : callKey(this.prefix, identityKey, policy, budgets, windowIndex);
   }
 
-  private plan(policy: LimitPolicy): Plan {
+  private plan(policy: LimitPolicy): ScriptPlan {
     let plan = this.plans.get(policy);
     if (plan === undefined) {
       plan = {
         keySuffixes: windowSuffixes(policy),
         windowArgs: policy.windows.flatMap((w) => [w.limit, windowArg(w)]),
+        flatArgs: flatWindows(policy).windows.flatMap((w) => [w.limit, windowArg(w)]),
+        cost: policy.cost ?? 1,
         script: policy.algorithm === "sliding_log" ? "rlSlidingLog" : "rlSlidingWindow",
         log: policy.algorithm === "sliding_log",
       };
@@ -197,24 +184,53 @@ export class RedisStore implements Limiter {
     return plan;
   }
 
-  private async run(key: string, policy: LimitPolicy, count: boolean): Promise<Decision> {
-    const { keySuffixes, windowArgs, script, log } = this.plan(policy);
-    const base = `${this.prefix}{${key}}`;
+  private async run(
+    key: string,
+    policy: LimitPolicy,
+    mode: CountMode,
+    budgets: BudgetKeys | null,
+    units: number,
+  ): Promise<Decision> {
+    const plan = this.plan(policy);
+    const { keySuffixes, script, log } = plan;
+    let windowArgs = plan.windowArgs;
     const keys: string[] = [];
-    for (const suffix of keySuffixes) keys.push(base + suffix);
-    const nonce = log && count ? this.nonceTag + (this.seq++).toString(36) : "";
-    const flag = count ? "1" : "0";
+    // A call that belongs to a budget (SPEC §22): its flat windows, tagged by the first budget.
+    const indexes = budgets === null ? null : callIndexes(policy, budgets);
+    if (indexes === null || indexes.length === keySuffixes.length) {
+      const base = `${this.prefix}{${key}}`;
+      for (const suffix of keySuffixes) keys.push(base + suffix);
+    } else {
+      windowArgs = indexes.length === plan.flatArgs.length / 2 ? plan.flatArgs : [];
+      for (const i of indexes) {
+        keys.push(callKey(this.prefix, key, policy, budgets, i));
+        if (windowArgs !== plan.flatArgs) windowArgs.push(plan.flatArgs[2 * i]!, plan.flatArgs[2 * i + 1]!);
+      }
+    }
+    const nonce = log && mode !== "peek" ? this.nonceTag + (this.seq++).toString(36) : "";
+    const flag = mode === "count" ? "1" : mode === "peek" ? "0" : "2";
     // No offline queue: a connection that failed fails the call at once, one being set up is
     // waited for, never past the command timeout.
     if (this.client.status !== "ready") await this.link.usable();
     let reply: unknown;
     try {
       this.batchTurn();
-      reply = await this.watch.track(this.scripts[script](keys.length, keys, flag, nonce, windowArgs));
+      reply = await this.watch.track(
+        this.scripts[script](keys.length, keys, flag, nonce, plan.cost, units, windowArgs),
+      );
     } catch (err) {
       throw this.link.failure(err);
     }
-    return toDecision(reply);
+    const d = toDecision(reply, mode !== "peek" ? -1 : units === 1 ? 6 + 2 * keys.length : 6);
+    if (indexes !== null) d.windowIndex = indexes[d.windowIndex]!;
+    if (indexes !== null && budgets !== null && mode === "peek") {
+      const r = reply as number[];
+      const limits = indexes.map((_, i) => Number(windowArgs[2 * i]));
+      const rems = indexes.map((_, i) => r[6 + 2 * i]!);
+      const resets = indexes.map((_, i) => r[7 + 2 * i]!);
+      d.levels = levelStatuses(policy, budgets, indexes, limits, rems, resets);
+    }
+    return d;
   }
 
   /**
@@ -237,29 +253,4 @@ export class RedisStore implements Limiter {
     }
     setImmediate(this.flush);
   }
-}
-
-/**
- * @param reply - the script's `{ allowed, limit, remaining, reset_at_ms, now_ms, window_index }`
- * @throws LimitStoreError when the reply has another shape
- */
-function toDecision(reply: unknown): Decision {
-  if (!Array.isArray(reply) || reply.length !== 6 || !allNumbers(reply)) {
-    throw new LimitStoreError(`redis: unexpected script reply ${JSON.stringify(reply)}`);
-  }
-  const [allowed, limit, remaining, resetAtMs, nowMs, windowIndex] = reply as number[];
-  return {
-    allowed: allowed === 1,
-    windowIndex: windowIndex!,
-    limit: limit!,
-    remaining: remaining!,
-    resetAtMs: resetAtMs!,
-    nowMs: nowMs!,
-    degraded: false,
-  };
-}
-
-function allNumbers(values: unknown[]): boolean {
-  for (let i = 0; i < values.length; i++) if (typeof values[i] !== "number") return false;
-  return true;
 }

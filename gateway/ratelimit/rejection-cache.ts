@@ -29,6 +29,11 @@
  *   then must reach the store and be admitted. (Estimating from the send instead is never behind
  *   the store, but runs ahead of it by the whole round trip, event-loop lag included: under load,
  *   entries of a per-second limit expired before they were stored.)
+ * - budgets (SPEC §22): an entry is kept per identity, class and the budgets the call belongs to,
+ *   and a refusal by a budget's window is that caller's entry only: another user of the same
+ *   organisation asks the store (and gets its own refusal), never a copy of this one. A refusal
+ *   stays true until its Reset whatever others spend (their calls and charges only add units),
+ *   and every admission is the store's, so the cache never admits past a shared budget;
  * - never for `mode: shadow` classes; a decision of the fail-open fallback (`degraded`) or a
  *   failed call drops the entry.
  *
@@ -43,7 +48,7 @@ import { LRUCache } from "lru-cache";
 import type { HotCount } from "../observability/hot-families.js";
 import type { GatewayMetrics } from "../observability/metrics.js";
 import type { RequestTrace } from "../observability/tracing/request-trace.js";
-import type { Decision, Limiter, LimitPolicy } from "./limiter.js";
+import type { BudgetKeys, Decision, Limiter, LimitPolicy } from "./limiter.js";
 import { systemClock } from "../base/clock.js";
 
 /** What the store said when nothing was left, kept until its Reset. */
@@ -83,7 +88,10 @@ export class RejectionCache implements Limiter {
   private readonly inner: Limiter;
   private readonly monotonicMs: () => number;
   private readonly metrics: RejectionCacheOptions["metrics"];
-  /** By class name and identity key (`read\nsub:alice`): what the store's keys are made of. */
+  /**
+   * By class name, identity key and budgets (`read\nsub:alice`, `read\nsub:alice\nclaim:org_id:acme`):
+   * what the store's keys are made of.
+   */
   private readonly entries: LRUCache<string, Exhausted>;
   /** Pre-bound metric children by class name. */
   private readonly counters = new Map<string, HotCount>();
@@ -98,25 +106,55 @@ export class RejectionCache implements Limiter {
   /**
    * Answers locally while this identity is known to have nothing left under this policy.
    * @param trace - handed to the store with a call that asks it; a local answer records no span
+   * @param budgets - the call's budgets (SPEC §22): part of the entry's identity
    */
-  consume(identityKey: string, policy: LimitPolicy, trace: RequestTrace | null = null): Promise<Decision> {
-    if (policy.mode === "shadow") return this.inner.consume(identityKey, policy, trace);
-    const id = `${policy.className}\n${identityKey}`;
+  consume(
+    identityKey: string,
+    policy: LimitPolicy,
+    trace: RequestTrace | null = null,
+    budgets: BudgetKeys | null = null,
+  ): Promise<Decision> {
+    if (policy.mode === "shadow") return this.inner.consume(identityKey, policy, trace, budgets);
+    const id = entryId(identityKey, policy, budgets);
     const e = this.entries.get(id);
-    if (e === undefined || e.policy !== policy) return this.ask(id, identityKey, policy, true, trace);
+    if (e === undefined || e.policy !== policy)
+      return this.ask(id, identityKey, policy, true, trace, budgets);
     const local = this.answer(e);
-    if (local === null) return this.probe(id, identityKey, policy, trace);
+    if (local === null) return this.probe(id, identityKey, policy, trace, budgets);
     this.counted(policy.className);
     return Promise.resolve(local);
   }
 
-  /** As {@link consume}, without counting: an exhausted state reads the same either way. */
-  peek(identityKey: string, policy: LimitPolicy, trace: RequestTrace | null = null): Promise<Decision> {
-    if (policy.mode === "shadow") return this.inner.peek(identityKey, policy, trace);
-    const id = `${policy.className}\n${identityKey}`;
+  /**
+   * As {@link consume}, without counting: an exhausted state reads the same either way. A peek
+   * with budgets goes to the store (its per-level report is not remembered).
+   */
+  peek(
+    identityKey: string,
+    policy: LimitPolicy,
+    trace: RequestTrace | null = null,
+    budgets: BudgetKeys | null = null,
+  ): Promise<Decision> {
+    // With budgets a peek reports every level (GET /rate_limit): the store's answer, always.
+    if (policy.mode === "shadow" || budgets !== null)
+      return this.inner.peek(identityKey, policy, trace, budgets);
+    const id = entryId(identityKey, policy, budgets);
     const e = this.entries.get(id);
     const local = e === undefined || e.policy !== policy ? null : this.answer(e);
-    return local === null ? this.ask(id, identityKey, policy, false, trace) : Promise.resolve(local);
+    return local === null ? this.ask(id, identityKey, policy, false, trace, budgets) : Promise.resolve(local);
+  }
+
+  /**
+   * Always the store's (SPEC §22): a charge only adds units, so a remembered refusal stays true
+   * and nothing is dropped.
+   */
+  charge(
+    identityKey: string,
+    policy: LimitPolicy,
+    units: number,
+    budgets: BudgetKeys | null = null,
+  ): Promise<Decision> {
+    return this.inner.charge(identityKey, policy, units, budgets);
   }
 
   close(): Promise<void> {
@@ -145,17 +183,18 @@ export class RejectionCache implements Limiter {
     key: string,
     policy: LimitPolicy,
     trace: RequestTrace | null,
+    budgets: BudgetKeys | null,
   ): Promise<Decision> {
     for (;;) {
       const e = this.entries.get(id);
-      if (e === undefined || e.policy !== policy) return this.ask(id, key, policy, true, trace);
+      if (e === undefined || e.policy !== policy) return this.ask(id, key, policy, true, trace, budgets);
       const local = this.answer(e);
       if (local !== null) {
         this.counted(policy.className);
         return local;
       }
       if (e.probe === null) {
-        const asked = this.ask(id, key, policy, true, trace);
+        const asked = this.ask(id, key, policy, true, trace, budgets);
         e.probe = asked;
         let d: Decision;
         try {
@@ -184,11 +223,14 @@ export class RejectionCache implements Limiter {
     policy: LimitPolicy,
     count: boolean,
     trace: RequestTrace | null,
+    budgets: BudgetKeys | null,
   ): Promise<Decision> {
     const sentMs = this.monotonicMs();
     let d: Decision;
     try {
-      d = await (count ? this.inner.consume(key, policy, trace) : this.inner.peek(key, policy, trace));
+      d = await (count
+        ? this.inner.consume(key, policy, trace, budgets)
+        : this.inner.peek(key, policy, trace, budgets));
     } catch (err) {
       this.entries.delete(id);
       throw err;
@@ -225,4 +267,10 @@ export class RejectionCache implements Limiter {
     }
     c.inc();
   }
+}
+
+/** The entry of an identity in a class, and in the budgets it belongs to (SPEC §22). */
+function entryId(identityKey: string, policy: LimitPolicy, budgets: BudgetKeys | null): string {
+  const id = `${policy.className}\n${identityKey}`;
+  return budgets === null ? id : `${id}\n${budgets.join("\n")}`;
 }

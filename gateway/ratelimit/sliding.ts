@@ -19,9 +19,12 @@ export interface CounterState {
 
 /** Per-window result used to combine windows. */
 export interface WindowVerdict {
-  /** Room for one more call. */
+  /** Room for one more call of its cost. */
   fits: boolean;
-  /** Remaining after counting this call (allowed) or 0 (rejected), integer. */
+  /**
+   * Units left (integer, >= 0): after this call when it counts and fits, else now (SPEC §22: on a
+   * refusal for lack of units, what is left, which may be more than 0).
+   */
   remaining: number;
   /** When capacity next frees (ms): for a rejected call, when it would fit. */
   resetAtMs: number;
@@ -51,12 +54,14 @@ export function counterFreeAt(s: CounterState, nowMs: number, windowMs: number, 
 }
 
 /**
- * Decides one `sliding_window` window for a call of weight 1 (state must be rolled to now).
+ * Decides one `sliding_window` window for a call of `cost` units (state must be rolled to now).
  *
- * Reset (SPEC §3): while calls remain after this one (or, when peeking, whenever one more call
- * fits), the end of the current fixed window, so never more than the window length ahead; when
- * this call used the last unit, or the call does not fit, the earliest time one more call fits.
- * @param count - true for a call that counts; false for a peek (`GET /rate_limit`)
+ * Reset (SPEC §3): while units remain after this call (or, when peeking, whenever the call fits),
+ * the end of the current fixed window, so never more than the window length ahead; when this call
+ * used the last unit, or the call does not fit, the earliest time one more call of `cost` fits.
+ * @param count - true for a call that counts; false for a peek (`GET /rate_limit`) or a verdict
+ *   after a charge (whose units are already in `s.curr`)
+ * @param cost - units a call spends (SPEC §22) @default 1
  */
 export function counterVerdict(
   s: CounterState,
@@ -64,29 +69,45 @@ export function counterVerdict(
   windowMs: number,
   limit: number,
   count: boolean,
+  cost = 1,
 ): WindowVerdict {
   const estimate = s.prev * (1 - (nowMs - s.startMs) / windowMs) + s.curr;
-  if (estimate + 1 <= limit) {
-    const remaining = Math.max(0, Math.floor(limit - estimate - 1));
+  const left = Math.floor(limit - estimate);
+  if (estimate + cost <= limit) {
+    if (!count) return { fits: true, remaining: Math.max(0, left), resetAtMs: s.startMs + windowMs };
+    const remaining = Math.max(0, left - cost);
     return {
       fits: true,
       remaining,
       resetAtMs:
-        remaining > 0 || !count
+        remaining > 0
           ? s.startMs + windowMs
-          : counterFreeAt({ startMs: s.startMs, prev: s.prev, curr: s.curr + 1 }, nowMs, windowMs, limit - 1),
+          : counterFreeAt(
+              { startMs: s.startMs, prev: s.prev, curr: s.curr + cost },
+              nowMs,
+              windowMs,
+              limit - cost,
+            ),
     };
   }
-  return { fits: false, remaining: 0, resetAtMs: counterFreeAt(s, nowMs, windowMs, limit - 1) };
+  return {
+    fits: false,
+    remaining: Math.max(0, left),
+    resetAtMs: counterFreeAt(s, nowMs, windowMs, limit - cost),
+  };
 }
 
 /**
- * Decides one `sliding_log` window. `times[head..]` holds admitted call times (ms, ascending)
- * already trimmed to `(nowMs - windowMs, nowMs]`.
+ * Decides one `sliding_log` window for a call of `cost` units (one entry per unit).
+ * `times[head..]` holds admitted unit times (ms, ascending) already trimmed to
+ * `(nowMs - windowMs, nowMs]`.
  *
- * Reset (SPEC §3): when the oldest counted call leaves the window (this call, when it is the only
- * one); for a call that does not fit, when enough calls have left for one more to fit. Both are the
- * earliest admission time when no call remains, and never more than the window length ahead.
+ * Reset (SPEC §3): when the oldest counted unit leaves the window (now + the window when there is
+ * none); when this call used the last unit, once `cost` units (its own come last) have left; for a
+ * call that does not fit, when enough units have left for it to fit. Both are the earliest
+ * admission time when nothing remains, and never more than the window length ahead.
+ * @param count - true for a call that counts; false for a peek or a verdict after a charge
+ * @param cost - units a call spends (SPEC §22) @default 1
  */
 export function logVerdict(
   times: readonly number[],
@@ -94,13 +115,25 @@ export function logVerdict(
   nowMs: number,
   windowMs: number,
   limit: number,
+  count = true,
+  cost = 1,
 ): WindowVerdict {
   const n = times.length - head;
-  if (n < limit) {
-    return { fits: true, remaining: limit - n - 1, resetAtMs: (n > 0 ? times[head]! : nowMs) + windowMs };
+  if (n + cost <= limit) {
+    const remaining = count ? limit - n - cost : limit - n;
+    let from: number;
+    if (count && remaining === 0) from = cost <= n ? times[head + cost - 1]! : nowMs;
+    else from = n > 0 ? times[head]! : nowMs;
+    return { fits: true, remaining, resetAtMs: from + windowMs };
   }
-  // n - limit + 1 entries must expire before one more fits.
-  return { fits: false, remaining: 0, resetAtMs: times[head + n - limit]! + windowMs };
+  // n + cost - limit entries must expire before the call fits (the latest of them: clamped when
+  // a divided limit is below the cost while failing open, and the call can never fit).
+  const i = Math.min(n - 1, n + cost - limit - 1);
+  return {
+    fits: false,
+    remaining: Math.max(0, limit - n),
+    resetAtMs: (i >= 0 ? times[head + i]! : nowMs) + windowMs,
+  };
 }
 
 /**

@@ -11,6 +11,7 @@ import { endpointsOf } from "../config/upstream-schema.js";
 import { serverTls } from "../transport/server-tls.js";
 import { ConfigFileError, type ConfigFinding } from "../config/finding.js";
 import type { GatewayConfig } from "../config/schema.js";
+import { budgetClaimsOf } from "../ratelimit/budgets.js";
 
 const TOKENS_FILE = ["auth", "static", "tokens_file"] as const;
 
@@ -44,7 +45,8 @@ function tokensFile(config: GatewayConfig, baseDir: string): ConfigFinding[] {
   const resolved = path.resolve(baseDir, file);
   try {
     const claim = config.rate_limits.plan_claim;
-    loadStaticTokens(resolved, claim === undefined ? [] : [claim]);
+    const valueClaims = budgetClaimsOf(config);
+    loadStaticTokens(resolved, claim === undefined ? valueClaims : [claim, ...valueClaims], valueClaims);
     return [];
   } catch (err) {
     if (!(err instanceof TokensFileError)) throw err;

@@ -7,8 +7,10 @@
  * variants: comma list of `off` (no tracing), a `sample_ratio` (tracing to a collector stand-in),
  * `jwt` (a warm RS256 JWT access token from oidc-provider, `auth.jwt` beside the static file) or
  * `long` (a static opaque token as long as that JWT), `quota` (as `off`, the `read` class with a
- * calendar window beside its sliding one), `two` (a second sliding window instead), `redis`,
- * `redis-quota` and `redis-two` (the same three on the Redis store at `BENCH_REDIS_URL`), default
+ * calendar window beside its sliding one), `two` (a second sliding window instead), `budget` (a
+ * budget shared by an organisation beside the class's window, SPEC §22, the token carrying the
+ * claim), `redis`, `redis-quota`, `redis-two` and `redis-budget` (the same on the Redis store at
+ * `BENCH_REDIS_URL`), default
  * `off,0,0.01,1`; requests: measured requests per variant (4000). Each variant is a gateway
  * from dist/ (memory store, one static token) under callgrind with `--instr-atstart=no` and
  * `node --single-threaded` (compilation and GC on the counted thread): the same number of requests
@@ -99,12 +101,19 @@ const jwt = idp === undefined ? "" : await idp.issueJwt("read");
 const longToken = idp === undefined ? undefined : longOpaqueToken(jwt.length);
 
 /** What a variant sets in the bench gateway's configuration (beside its ports and tokens file). */
-function variantConfig(variant: string): Omit<GatewayVariant, "tokensFile"> {
+function variantConfig(variant: string): GatewayVariant {
   if (variant === "jwt") return { jwt: { issuer: idp!.issuer, audience: AUDIENCE } };
   if (variant === "off" || variant === "long") return {};
-  const store = /^(redis)?-?(quota|two)?$/.exec(variant);
+  const store = /^(redis)?-?(quota|two|budget)?$/.exec(variant);
   if (store === null || (store[1] === undefined && store[2] === undefined))
     return { tracing: { endpoint: sink.endpoint, sampleRatio: Number(variant) } };
+  if (store[2] === "budget") {
+    return {
+      orgBudget: true,
+      tokensFile: writeWarmTokens(dir, TOKEN, longToken, "bench-org"),
+      ...(store[1] === undefined ? {} : { redisUrl: redisUrl(), keyPrefix: `instr-${variant}` }),
+    };
+  }
   return {
     ...(store[2] === undefined ? {} : { secondWindow: store[2] === "quota" ? "calendar" : "sliding" }),
     ...(store[1] === undefined ? {} : { redisUrl: redisUrl(), keyPrefix: `instr-${variant}` }),

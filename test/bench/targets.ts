@@ -245,6 +245,12 @@ export interface GatewayVariant {
    * month`, SPEC §19), `sliding` one of 86400 s (what the calendar window's cost compares with).
    */
   secondWindow?: "calendar" | "sliding";
+  /**
+   * The `read` class has a budget shared by an organisation (SPEC §22, `claim:org_id`, never
+   * reached): the bench token carries `org_id` (see {@link writeWarmTokens}), so every call counts
+   * in its own window and the organisation's, in the same one script call.
+   */
+  orgBudget?: boolean;
   /** `workers` (SPEC §15); the bench measures the whole process group's CPU. */
   workers?: number;
   /** `taskset -c` list of the gateway's process (default the server core; "0,1" unpins it). */
@@ -309,6 +315,9 @@ export function gatewayConfig(
       ...(v.secondWindow === "calendar" ? [{ limit: HUGE, period: "month" }] : []),
       ...(v.secondWindow === "sliding" ? [{ limit: HUGE, window_s: 86_400 }] : []),
     ],
+    ...(v.orgBudget === true
+      ? { budgets: [{ key: "claim:org_id", windows: [{ limit: HUGE, window_s: 3600 }] }] }
+      : {}),
   };
   classes.write = {
     match: { methods: ["POST", "PUT", "PATCH", "DELETE"] },
@@ -463,9 +472,10 @@ export function writeChurnTokens(dir: string, n: number): { tokensFile: string; 
  * Writes the warm-run static file: `token`, and `longToken` (another identity) when given, the
  * opaque token as long as a JWT that cell dl pairs with dj.
  */
-export function writeWarmTokens(dir: string, token: string, longToken?: string): string {
-  const file = path.join(dir, "warm-tokens.yaml");
-  let text = `${token}: { sub: bench-user, client_id: bench, scope: read }\n`;
+export function writeWarmTokens(dir: string, token: string, longToken?: string, orgId?: string): string {
+  const file = path.join(dir, orgId === undefined ? "warm-tokens.yaml" : "warm-tokens-org.yaml");
+  const org = orgId === undefined ? "" : `, org_id: ${orgId}`;
+  let text = `${token}: { sub: bench-user, client_id: bench, scope: read${org} }\n`;
   if (longToken !== undefined)
     text += `${longToken}: { sub: bench-user-long, client_id: bench, scope: read }\n`;
   writeFileSync(file, text);

@@ -95,7 +95,8 @@ describe("the exchange's counts", () => {
         upstream.endpoints.every((e) => e.inFlight === 0) &&
         upstream.budget.triesInFlight === 0 &&
         upstream.budget.retriesInFlight === 0 &&
-        upstream.admission!.calls === 0,
+        upstream.admission!.calls === 0 &&
+        gw.gateway.runtime.generation.calls === 0,
       10_000,
     );
     expect(gw.gateway.upstreams().docs!.endpoints.map((e) => e.in_flight)).toEqual([0, 0]);

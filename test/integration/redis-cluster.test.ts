@@ -1,7 +1,8 @@
 /**
  * SPEC §4 on a real three-master Redis Cluster: limits are enforced for identities spread over the
  * masters, and every key of one identity (all classes, all windows) hashes to one slot, so each
- * call is one EVALSHA on one node.
+ * call is one EVALSHA on one node; with an organisation's budgets (SPEC §22), every key of a call
+ * takes the budget's tag.
  */
 import { afterAll, beforeAll, expect, it } from "vitest";
 import type { LimitPolicy } from "../../gateway/ratelimit/limiter.js";
@@ -80,4 +81,34 @@ it("puts every key of one identity in one slot, and identities on every master",
     ports.add(owner.find((p) => p !== 0)!);
   }
   expect(ports.size).toBe(3);
+});
+
+it("counts an organisation's budget across masters: every key of a call in the budget's slot", async () => {
+  // SPEC §22: two budgets (an organisation, a team) beside each user's own window.
+  const p: LimitPolicy = {
+    className: "search",
+    algorithm: "sliding_log",
+    mode: "enforce",
+    windows: [{ limit: 10, windowS: 60 }],
+    budgets: [
+      { key: "claim:org_id", claim: "org_id", windows: [{ limit: 24, windowS: 60 }] },
+      { key: "claim:team", claim: "team", windows: [{ limit: 1000, period: "day", offsetMs: 0 }] },
+    ],
+    cost: 2,
+  };
+  const users = identities.slice(0, 6);
+  const budgets = ["claim:org_id:acme", "claim:team:red"];
+  // Six users whose own keys would hash to every master; 60 units each asked, 24 for the org.
+  const calls = users.flatMap((id, u) =>
+    Array.from({ length: 5 }, (_, i) => ((i + u) % 2 === 0 ? a : b).consume(id, p, null, budgets)),
+  );
+  const admitted = (await Promise.all(calls)).filter((d) => d.allowed).length;
+  expect(admitted).toBe(24 / 2);
+  const keys = users.flatMap((id) => [0, 1, 2].map((i) => a.keyOf(id, p, i, budgets)));
+  const slots = new Set(
+    await Promise.all(keys.map((k) => cli(cluster.nodes[0]!.port, "CLUSTER", "KEYSLOT", k))),
+  );
+  expect(slots.size).toBe(1);
+  // A user without the claims keeps the slot of their own tag.
+  expect(a.keyOf(users[0]!, p, 0, [null, null])).toBe(a.keyOf(users[0]!, p, 0));
 });

@@ -147,7 +147,7 @@ describe("configuration errors name the key path", () => {
       "listen.port: expected a port number (0-65535), received 99999 @1:17",
       'upstreams.docs.url: expected an http:// or https:// URL, received "ftp://files.example.com" @3:16',
       'routes[0].prefix: expected a path prefix starting with /, received "v1" @5:15',
-      'rate_limits.failure_mode: Invalid option: expected one of "open"|"closed", received "sometimes" @9:17',
+      'rate_limits.failure_mode: expected one of "open", "closed", received "sometimes" @9:17',
       "rate_limits.classes.read.windows: expected at least one window, received [] @11:22",
       "rate_limits.classes.write.windows[0].limit: expected a positive integer, received 0 @12:61",
     ]);

@@ -13,7 +13,7 @@ const fixture = configFixture;
 describe("plans and consumers: configuration errors name the key path", () => {
   it("plan_names_unknown_class", () => {
     expect(problemsOf("plan_names_unknown_class.yaml")).toEqual([
-      'rate_limits.plans.pro.reed: unknown class "reed" (known: read, write) @14:13',
+      'rate_limits.plans.pro.reed: unknown class "reed" (known: read, write) @14:7',
     ]);
   });
 
@@ -43,13 +43,13 @@ describe("plans and consumers: configuration errors name the key path", () => {
 
   it("identity_unknown_kind", () => {
     expect(problemsOf("identity_unknown_kind.yaml")).toEqual([
-      'rate_limits.identity: Invalid option: expected one of "subject"|"client", received "user" @11:13',
+      'rate_limits.identity: expected one of "subject", "client", received "user" @11:13',
     ]);
   });
 
   it("plan_named_none", () => {
     expect(problemsOf("plan_named_none.yaml")).toEqual([
-      "rate_limits.plans.none: the name `none` is reserved: it is the `plan` label of callers without a plan @12:11",
+      "rate_limits.plans.none: the name `none` is reserved: it is the `plan` label of callers without a plan @12:5",
     ]);
   });
 
@@ -59,7 +59,7 @@ describe("plans and consumers: configuration errors name the key path", () => {
     ]);
   });
 
-  it("reports a bad plan name and a bad per-class identity together; cross-field checks wait until the shape is right", () => {
+  it("reports a bad plan name, a bad per-class identity and an unknown plan together, in one run", () => {
     const text = [
       "upstreams: { docs: { url: 'http://127.0.0.1:3000' } }",
       "routes: [{ prefix: /v1, upstream: docs }]",
@@ -77,8 +77,9 @@ describe("plans and consumers: configuration errors name the key path", () => {
       problems = (err as ConfigError).problems.map((p) => `${p.path}: ${p.message}`);
     }
     expect(problems).toEqual([
-      'rate_limits.classes.read.identity: Invalid option: expected one of "subject"|"client", received "user"',
+      'rate_limits.classes.read.identity: expected one of "subject", "client", received "user"',
       'rate_limits.plans["pro plan"]: expected a plan name (letters, digits, `_` and `-`; at most 64), received "pro plan"',
+      'rate_limits.consumers[0].plan: unknown plan "gold" (known: pro plan), received "gold"',
     ]);
   });
 });

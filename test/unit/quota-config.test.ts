@@ -22,7 +22,7 @@ describe("calendar windows: configuration errors name the key path", () => {
 
   it("plan_window_unknown_period", () => {
     expect(problemsOf("plan_window_unknown_period.yaml")).toEqual([
-      'rate_limits.plans.pro.read[1].period: Invalid option: expected one of "minute"|"hour"|"day"|"week"|"month", received "year" @11:73',
+      'rate_limits.plans.pro.read[1].period: expected one of "minute", "hour", "day", "week", "month", received "year" @11:73',
     ]);
   });
 

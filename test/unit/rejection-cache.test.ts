@@ -4,7 +4,8 @@
  * standing in for Redis: after a 429 the same answer (Remaining 0, window, limit, Reset) is given
  * without a store call until Reset, `nowMs` on the store's clock; the call at Reset reaches the
  * store; another policy object (a reload, another plan), `mode: shadow` and fail-open decisions
- * are never answered from it; memory is bounded.
+ * are never answered from it; memory is bounded; a refusal by an organisation's budget (SPEC §22)
+ * answers that caller only.
  */
 import { describe, expect, it } from "vitest";
 import { ManualClock } from "../../gateway/base/clock.js";
@@ -35,13 +36,17 @@ function countingStore(storeClock: ManualClock): Limiter & { calls: number; stor
   return {
     calls: 0,
     store,
-    consume(k, p) {
+    consume(k, p, _t, b) {
       this.calls++;
-      return store.consume(k, p);
+      return store.consume(k, p, null, b);
     },
-    peek(k, p) {
+    peek(k, p, _t, b) {
       this.calls++;
-      return store.peek(k, p);
+      return store.peek(k, p, null, b);
+    },
+    charge(k, p, units, b) {
+      this.calls++;
+      return store.charge(k, p, units, b);
     },
     close: () => store.close(),
   };
@@ -158,6 +163,7 @@ function slowStore(remoteStartMs: number, replyMs: number) {
       return d;
     },
     peek: (k, p) => store.peek(k, p),
+    charge: (k, p, units) => store.charge(k, p, units),
     close: () => store.close(),
   };
   const cache = new RejectionCache({
@@ -242,6 +248,7 @@ describe("what is never answered locally", () => {
     const inner: Limiter = {
       consume: () => (calls++, Promise.resolve(degraded)),
       peek: () => (calls++, Promise.resolve(degraded)),
+      charge: () => (calls++, Promise.resolve(degraded)),
       close: () => Promise.resolve(),
     };
     const cache = new RejectionCache({
@@ -279,5 +286,39 @@ describe("peek", () => {
     expect(inner.calls).toBe(before);
     // The consume answered locally counts; the peek does not.
     expect(await metricValue(registry, "gateway_ratelimit_local_rejections_total")).toBe(1);
+  });
+});
+
+describe("budgets (SPEC §22)", () => {
+  const orgPolicy: LimitPolicy = {
+    className: "read",
+    algorithm: "sliding_log",
+    mode: "enforce",
+    windows: [{ limit: 5, windowS: 10 }],
+    budgets: [{ key: "claim:org_id", claim: "org_id", windows: [{ limit: 3, windowS: 10 }] }],
+  };
+  const acme = ["claim:org_id:acme"];
+
+  it("a refusal by the organisation answers that caller locally, never a colleague, and never admits past it", async () => {
+    const { inner, cache, advance } = setup();
+    for (let i = 0; i < 3; i++)
+      expect((await cache.consume("sub:ann", orgPolicy, null, acme)).allowed).toBe(true);
+    // ann's third call used the organisation's last unit: her next is answered locally.
+    const before = inner.calls;
+    const ann = await cache.consume("sub:ann", orgPolicy, null, acme);
+    expect(ann).toMatchObject({ allowed: false, windowIndex: 1, limit: 3 });
+    expect(inner.calls).toBe(before);
+    // ben has all of his own left: his call goes to the store, which refuses it (no copy of ann's).
+    const ben = await cache.consume("sub:ben", orgPolicy, null, acme);
+    expect(ben).toMatchObject({ allowed: false, windowIndex: 1 });
+    expect(inner.calls).toBe(before + 1);
+    // ann without the claim (another budget set) is her own entry: her own window has room.
+    expect((await cache.consume("sub:ann", orgPolicy, null, [null])).allowed).toBe(true);
+    // Once the organisation's window frees, exactly its limit is admitted again, by the store.
+    advance(10_001);
+    const after = await Promise.all(
+      ["ann", "ben", "cat", "dan"].map((u) => cache.consume(`sub:${u}`, orgPolicy, null, acme)),
+    );
+    expect(after.filter((d) => d.allowed)).toHaveLength(3);
   });
 });

@@ -69,6 +69,7 @@ describe("RouteTable", () => {
       timeoutMs: 0,
       maxBodyBytes: 0,
       retry: null,
+      connectRetry: null,
     });
   });
 });

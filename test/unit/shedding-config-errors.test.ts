@@ -10,8 +10,8 @@ import { checkFiles } from "../../gateway/server/config-files.js";
 describe("load shedding configuration errors name the key path", () => {
   it("shedding_priority_unknown_plan_and_priority", () => {
     expect(problemsOf("shedding_priority_unknown_plan_and_priority.yaml")).toEqual([
-      'load_shedding.priorities.pro: Invalid option: expected one of "critical"|"default"|"sheddable", received "urgent" @14:55',
-      'load_shedding.priorities.gold: unknown plan "gold" (known: free, pro), received "critical" @14:40',
+      'load_shedding.priorities.pro: expected one of "critical", "default", "sheddable", received "urgent" @14:55',
+      'load_shedding.priorities.gold: unknown plan "gold" (known: free, pro) @14:34',
     ]);
   });
 
@@ -25,7 +25,7 @@ describe("load shedding configuration errors name the key path", () => {
 
   it("adaptive_min_limit_above_max_limit", () => {
     expect(problemsOf("adaptive_min_limit_above_max_limit.yaml")).toEqual([
-      'upstreams.docs.adaptive_concurrency.mode: Invalid option: expected one of "enforce"|"shadow", received "enforced" @4:65',
+      'upstreams.docs.adaptive_concurrency.mode: expected one of "enforce", "shadow", received "enforced" @4:65',
       "upstreams.docs.adaptive_concurrency.min_limit: min_limit (50) must not exceed max_limit (10), received 50 @4:40",
     ]);
   });

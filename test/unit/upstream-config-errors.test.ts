@@ -50,7 +50,7 @@ describe("upstream pool configuration errors name the key path", () => {
 
   it("upstream_unknown_balancer and an unknown hash_on", () => {
     expect(problemsOf("upstream_unknown_balancer.yaml")).toEqual([
-      'upstreams.docs.balancer: Invalid option: expected one of "round_robin"|"least_request"|"consistent_hash", received "random" @4:15',
+      'upstreams.docs.balancer: expected one of "round_robin", "least_request", "consistent_hash", received "random" @4:15',
       'upstreams.docs.hash_on: expected identity, ip or header:<name>, received "cookie" @5:14',
     ]);
   });

@@ -12,6 +12,11 @@ export interface ProbeResult {
   what: string;
   /** What answered, e.g. `AUTH ok, SELECT 2 ok, PING answered PONG` or the refusal. */
   answer: string;
+  /**
+   * It answered, but something the operator should change (a Redis that persists nothing under
+   * calendar quotas, SPEC §19): printed as `warn`, without failing the check.
+   */
+  warning?: string;
 }
 
 /** How long any one attempt may take when the configuration gives no bound (ms). */

@@ -3,9 +3,12 @@
  * credentials and asked what the gateway will ask. Standalone: connect (TLS for `rediss://`), `AUTH`,
  * `SELECT <db>`, `PING`. Cluster: each seed node, `PING` and `CLUSTER INFO`'s state. Sentinel: each
  * sentinel's `SENTINEL get-master-addr-by-name`, then the primary it names as a standalone server.
+ * With calendar windows configured, each data server is also asked whether it persists anything
+ * (`CONFIG GET save`, `appendonly`): one that does not is a warning naming it (SPEC §19).
  */
 import { Redis, type RedisOptions } from "ioredis";
 import type { RedisConfig } from "../../config/schema.js";
+import { persistenceOf, VOLATILE_QUOTAS_WARNING } from "../../ratelimit/redis-persistence.js";
 import { errorText, maskUrl, PROBE_TIMEOUT_MS, within, type ProbeResult } from "./probe.js";
 
 /** Connection settings of one server from its URL (`redis[s]://[user:password@]host[:port][/db]`). */
@@ -33,8 +36,8 @@ function optionsOf(
 /** Runs `steps` on a fresh connection (no retries, no SELECT by ioredis: the steps say it). */
 async function session(
   options: RedisOptions,
-  steps: (client: Redis, done: string[]) => Promise<void>,
-): Promise<{ ok: boolean; answer: string }> {
+  steps: (client: Redis, done: string[]) => Promise<string | void>,
+): Promise<{ ok: boolean; answer: string; warning?: string }> {
   const client = new Redis({
     ...options,
     db: 0,
@@ -50,8 +53,8 @@ async function session(
   try {
     await within(client.connect(), PROBE_TIMEOUT_MS, `no answer within ${PROBE_TIMEOUT_MS} ms`);
     done.push(options.password === undefined ? "connected" : "connected, AUTH ok");
-    await steps(client, done);
-    return { ok: true, answer: done.join(", ") };
+    const warning = await steps(client, done);
+    return { ok: true, answer: done.join(", "), ...(warning ? { warning } : {}) };
   } catch (err) {
     const why = errorText(lastError !== undefined && done.length === 0 ? lastError : err);
     return { ok: false, answer: [...done, `failed: ${why}`].join(", ") };
@@ -60,9 +63,24 @@ async function session(
   }
 }
 
+/**
+ * With calendar windows: asks whether the server persists anything.
+ * @returns the warning when it does not
+ */
+async function persistence(client: Redis, done: string[], url: string): Promise<string | undefined> {
+  const p = await persistenceOf((command, ...args) => client.call(command, ...args));
+  if (!p.known) {
+    done.push(`persistence unknown (CONFIG GET refused: ${p.why})`);
+    return undefined;
+  }
+  done.push(`CONFIG GET save "${p.save}", appendonly ${p.appendonly}`);
+  return p.persists ? undefined : `${VOLATILE_QUOTAS_WARNING} (${maskUrl(url)})`;
+}
+
 async function standalone(
   url: string,
   password: string | undefined,
+  calendar: boolean,
   defaultPort = 6379,
 ): Promise<ProbeResult> {
   const options = optionsOf(url, defaultPort, password);
@@ -72,22 +90,33 @@ async function standalone(
       done.push(`SELECT ${options.db} ok`);
     }
     done.push(`PING answered ${await client.ping()}`);
+    return calendar ? persistence(client, done, url) : undefined;
   });
   return { what: `redis ${maskUrl(url)}`, ...r };
 }
 
-async function clusterNode(url: string, password: string | undefined): Promise<ProbeResult> {
+async function clusterNode(
+  url: string,
+  password: string | undefined,
+  calendar: boolean,
+): Promise<ProbeResult> {
   const r = await session(optionsOf(url, 6379, password), async (client, done) => {
     done.push(`PING answered ${await client.ping()}`);
     const info = String(await client.call("CLUSTER", "INFO"));
     const state = /cluster_state:(\w+)/.exec(info)?.[1] ?? "unknown";
     if (state !== "ok") throw new Error(`CLUSTER INFO says cluster_state:${state}`);
     done.push("CLUSTER INFO says cluster_state:ok");
+    return calendar ? persistence(client, done, url) : undefined;
   });
   return { what: `redis cluster node ${maskUrl(url)}`, ...r };
 }
 
-async function sentinel(url: string, name: string, password: string | undefined): Promise<ProbeResult[]> {
+async function sentinel(
+  url: string,
+  name: string,
+  password: string | undefined,
+  calendar: boolean,
+): Promise<ProbeResult[]> {
   let primary: string | undefined;
   const r = await session(optionsOf(url, 26379, undefined), async (client, done) => {
     const addr = (await client.call("SENTINEL", "get-master-addr-by-name", name)) as string[] | null;
@@ -96,16 +125,21 @@ async function sentinel(url: string, name: string, password: string | undefined)
     done.push(`SENTINEL get-master-addr-by-name ${name} answered ${addr[0]}:${addr[1]}`);
   });
   const results: ProbeResult[] = [{ what: `redis sentinel ${maskUrl(url)}`, ...r }];
-  if (primary !== undefined) results.push(await standalone(primary, password));
+  if (primary !== undefined) results.push(await standalone(primary, password, calendar));
   return results;
 }
 
-/** @returns one result per server tried */
-export async function probeRedis(cfg: RedisConfig): Promise<ProbeResult[]> {
-  if (cfg.cluster !== undefined) return Promise.all(cfg.cluster.map((u) => clusterNode(u, cfg.password)));
+/**
+ * @param calendar - calendar windows are configured: each data server's persistence is read too
+ * @returns one result per server tried
+ */
+export async function probeRedis(cfg: RedisConfig, calendar = false): Promise<ProbeResult[]> {
+  if (cfg.cluster !== undefined) {
+    return Promise.all(cfg.cluster.map((u) => clusterNode(u, cfg.password, calendar)));
+  }
   if (cfg.sentinels !== undefined) {
     const name = cfg.name ?? "mymaster";
-    return (await Promise.all(cfg.sentinels.map((u) => sentinel(u, name, cfg.password)))).flat();
+    return (await Promise.all(cfg.sentinels.map((u) => sentinel(u, name, cfg.password, calendar)))).flat();
   }
-  return [await standalone(cfg.url ?? "redis://127.0.0.1:6379", cfg.password)];
+  return [await standalone(cfg.url ?? "redis://127.0.0.1:6379", cfg.password, calendar)];
 }

@@ -1,10 +1,13 @@
 /**
  * `--connect` for `upstreams`: each endpoint URL of each upstream is connected to (TCP, bounded by
  * `connect_timeout_ms`) and, for `https://`, the TLS handshake is made with the upstream's own
- * settings (CA, client certificate, SNI, verification) as the proxy makes it.
+ * settings (CA, client certificate, SNI, verification) as the proxy makes it. With a
+ * `health_check`, the endpoint is then asked its health-check path as the probes ask it (SPEC §16:
+ * a 2xx or 3xx within `health_check.timeout_ms`), so a wrong path fails here, not in production.
  */
 import net from "node:net";
 import tls from "node:tls";
+import { Client } from "undici";
 import type { GatewayConfig } from "../../config/schema.js";
 import { endpointsOf, type UpstreamConfig } from "../../config/upstream-schema.js";
 import { upstreamTls } from "../../proxy/upstream-tls.js";
@@ -54,7 +57,7 @@ async function endpoint(
       `no TCP connection within ${limit} ms (connect_timeout_ms)`,
     );
     const settings = upstreamTls(name, upstream, url, baseDir);
-    if (settings === null) return { ok: true, what, answer: "TCP connection accepted" };
+    if (settings === null) return healthOf(upstream, url, null, what, "TCP connection accepted");
     const secure = await within(
       handshake(socket, {
         ...settings,
@@ -66,15 +69,48 @@ async function endpoint(
     socket = secure;
     const cert = secure.getPeerCertificate();
     const names = cert.subjectaltname ?? cert.subject?.CN ?? "?";
-    return {
-      ok: true,
-      what,
-      answer: `TCP and TLS ok (${secure.getProtocol()}, certificate ${names}, valid until ${cert.valid_to})`,
-    };
+    const answer = `TCP and TLS ok (${secure.getProtocol()}, certificate ${names}, valid until ${cert.valid_to})`;
+    return healthOf(upstream, url, settings, what, answer);
   } catch (err) {
     return { ok: false, what, answer: errorText(err) };
   } finally {
     socket?.destroy();
+  }
+}
+
+/**
+ * The endpoint's answer to its health-check path, after its connection was made; `connected`
+ * alone without a `health_check`.
+ */
+async function healthOf(
+  upstream: UpstreamConfig,
+  url: string,
+  settings: ReturnType<typeof upstreamTls>,
+  what: string,
+  connected: string,
+): Promise<ProbeResult> {
+  const h = upstream.health_check;
+  if (h === undefined) return { ok: true, what, answer: connected };
+  const u = new URL(url);
+  const path = u.pathname.replace(/\/+$/, "") + h.path;
+  const client = new Client(u.origin, {
+    connect: { timeout: upstream.connect_timeout_ms, ...(settings ?? {}) },
+    headersTimeout: h.timeout_ms,
+    bodyTimeout: h.timeout_ms,
+  });
+  try {
+    const res = await within(
+      client.request({ method: "GET", path }),
+      h.timeout_ms,
+      `no answer to GET ${path} within ${h.timeout_ms} ms (health_check.timeout_ms)`,
+    );
+    await res.body.dump();
+    const ok = res.statusCode >= 200 && res.statusCode < 400;
+    return { ok, what, answer: `${connected}; health check GET ${path} answered ${res.statusCode}` };
+  } catch (err) {
+    return { ok: false, what, answer: `${connected}; health check GET ${path}: ${errorText(err)}` };
+  } finally {
+    void client.destroy();
   }
 }
 

@@ -6,16 +6,18 @@ the same single call as the class's sliding windows. A property test
 (test/integration/calendar-lua-agrees.test.ts) runs period_bounds through a real redis-server and
 requires it to agree with periodBounds in calendar.ts.
 
-A calendar window's ARGV[2i+2] is "<period>:<offset minutes>" (e.g. "month:540" for +09:00)
+A calendar window's ARGV[2i+4] is "<period>:<offset minutes>" (e.g. "month:540" for +09:00)
 instead of a length in ms; the body tells the two apart with tonumber. Its KEYS[i]
 (<prefix>:{<kind>:<identity>}:<class>:<period>) is a hash: s = start of the period counted
-(epoch ms), c = calls admitted in it. A stored s of another period counts as 0 calls. Written only
-when a call is admitted (and not peeking); expires when its period ends (PEXPIREAT the period's
+(epoch ms), c = units counted in it. A stored s of another period counts as 0. Written only
+when a call is admitted (and not peeking) or charged; expires when its period ends (PEXPIREAT the period's
 end, on the same TIME).
 
 Defines: period_bounds(now_ms, period, offset_ms) -> start_ms, end_ms;
-calendar_window(i, limit) -> fits, remaining after this call, reset_at_ms (the period's end);
-calendar_count(i): counts the call in window i.
+calendar_window(i, limit) -> fits (`cost` units left; a charge's units already added), remaining
+(units left after this call when counting, else now; may be > 0 when it does not fit),
+reset_at_ms (the period's end); calendar_count(i): writes window i (+cost when counting; a charge's
+units were added by calendar_window).
 ]]
 
 local DAY = 86400000
@@ -69,19 +71,25 @@ end
 local cal = {}
 
 local function calendar_window(i, limit)
-  local period, off = string.match(ARGV[2 * i + 2], '^(%a+):(-?%d+)$')
+  local period, off = string.match(ARGV[2 * i + 4], '^(%a+):(-?%d+)$')
   local start, stop = period_bounds(now, period, tonumber(off) * 60000)
   local h = redis.call('HMGET', KEYS[i], 's', 'c')
   local c = 0
   if tonumber(h[1]) == start then c = tonumber(h[2]) or 0 end
+  if charging then c = c + added end
   cal[i] = { start, c, stop }
   -- Reset is the next period's start whatever remains (SPEC §19).
-  if c < limit then return true, limit - c - 1, stop end
-  return false, 0, stop
+  if c + cost <= limit then
+    if count then return true, limit - c - cost, stop end
+    return true, limit - c, stop
+  end
+  return false, math.max(0, limit - c), stop
 end
 
 local function calendar_count(i)
   local w = cal[i]
-  redis.call('HSET', KEYS[i], 's', w[1], 'c', w[2] + 1)
+  local c = w[2]
+  if count then c = c + cost end
+  redis.call('HSET', KEYS[i], 's', w[1], 'c', c)
   redis.call('PEXPIREAT', KEYS[i], w[3])
 end

@@ -5,15 +5,22 @@ every window of one limit class in a single atomic call. Mirrors gateway/ratelim
 memory stores decide alike. Time is Redis TIME (ms), never the caller's clock; Redis 7 replicates
 scripts by effects, so reading TIME before writing is allowed.
 
-KEYS[i]       <prefix>:{<kind>:<identity>}:<class>:<window_s>, one per window (i = 1..n), a hash:
+KEYS[i]       one per window (i = 1..n): the identity's windows, then each budget's (SPEC §22) the
+              call belongs to; <prefix>:{<kind>:<identity>}:<class>:<window_s>, or, when the call
+              belongs to a budget, <prefix>:{claim:<name>:<value>}[<identity or other budget>]:...
+              (storage-keys.ts), a hash:
               s = start of the current fixed window (epoch ms, a multiple of W),
-              p = calls counted in the previous fixed window, c = in the current one.
-              Written only when a call is admitted (and not peeking); expires 2*W after that write,
-              since the previous window's counter is read for one more window.
-ARGV[1]       "1": count the call if admitted; "0": peek (nothing is written, for GET /rate_limit)
+              p = units counted in the previous fixed window, c = in the current one.
+              Written only when a call is admitted (and not peeking) or charged; expires 2*W after
+              that write, since the previous window's counter is read for one more window.
+ARGV[1]       "1": count the call if every window has ARGV[3] units left; "0": peek (nothing is
+              written, for GET /rate_limit); "2": charge ARGV[4] units, never refused
 ARGV[2]       unused here (the sliding_log nonce; kept so both scripts share one argument layout)
-ARGV[2i+1]    limit of window i (calls)
-ARGV[2i+2]    length W of window i (ms), or "<period>:<offset minutes>" for a calendar window
+ARGV[3]       cost: units a call spends (SPEC §22; 1 without `cost`)
+ARGV[4]       units of a charge when ARGV[1] is "2"; a peek's "1" asks for every window's state
+              in the reply (reply.lua)
+ARGV[2i+3]    limit of window i (units)
+ARGV[2i+4]    length W of window i (ms), or "<period>:<offset minutes>" for a calendar window
               (its key, verdict and count: calendar.lua)
 
 Loaded as prologue.lua (now, count, n) + calendar.lua + this + reply.lua (the reply; see there).
@@ -31,11 +38,10 @@ end
 local starts, prevs, currs, fits, rems, resets = {}, {}, {}, {}, {}, {}
 local allowed = true
 for i = 1, n do
-  local limit = tonumber(ARGV[2 * i + 1])
-  local w = tonumber(ARGV[2 * i + 2])
+  local limit = tonumber(ARGV[2 * i + 3])
+  local w = tonumber(ARGV[2 * i + 4])
   if w == nil then
     fits[i], rems[i], resets[i] = calendar_window(i, limit)
-    if not fits[i] then allowed = false end
   else
     local h = redis.call('HMGET', KEYS[i], 's', 'p', 'c')
     local s = tonumber(h[1] or '0') or 0
@@ -48,34 +54,44 @@ for i = 1, n do
       c = 0
       s = start
     end
+    if charging then c = c + added end
     starts[i], prevs[i], currs[i] = s, p, c
-    -- counterVerdict (Reset rule of SPEC §3: the end of the fixed window while calls remain, else the
-    -- earliest time one more call fits)
+    -- counterVerdict (Reset rule of SPEC §3: the end of the fixed window while units remain, else
+    -- the earliest time one more call of `cost` fits)
     local estimate = p * (1 - (now - s) / w) + c
-    if estimate + 1 <= limit then
+    local left = math.floor(limit - estimate)
+    if estimate + cost <= limit then
       fits[i] = true
-      rems[i] = math.max(0, math.floor(limit - estimate - 1))
-      if rems[i] > 0 or not count then
-        resets[i] = s + w
+      if count then
+        rems[i] = math.max(0, left - cost)
+        if rems[i] > 0 then
+          resets[i] = s + w
+        else
+          resets[i] = free_at(s, p, c + cost, w, limit - cost)
+        end
       else
-        resets[i] = free_at(s, p, c + 1, w, limit - 1)
+        rems[i] = math.max(0, left)
+        resets[i] = s + w
       end
     else
       fits[i] = false
-      rems[i] = 0
-      resets[i] = free_at(s, p, c, w, limit - 1)
-      allowed = false
+      rems[i] = math.max(0, left)
+      resets[i] = free_at(s, p, c, w, limit - cost)
     end
   end
+  if not fits[i] then allowed = false end
 end
+if charging then allowed = true end
 
-if allowed and count then
+if (allowed and count) or charging then
   for i = 1, n do
     if cal[i] then
       calendar_count(i)
     else
-      redis.call('HSET', KEYS[i], 's', starts[i], 'p', prevs[i], 'c', currs[i] + 1)
-      redis.call('PEXPIRE', KEYS[i], 2 * tonumber(ARGV[2 * i + 2]))
+      local c = currs[i]
+      if count then c = c + cost end
+      redis.call('HSET', KEYS[i], 's', starts[i], 'p', prevs[i], 'c', c)
+      redis.call('PEXPIRE', KEYS[i], 2 * tonumber(ARGV[2 * i + 4]))
     end
   end
 end

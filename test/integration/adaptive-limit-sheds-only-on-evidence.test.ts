@@ -1,13 +1,17 @@
 /**
- * SPEC §18 "it sheds only on evidence", end to end: a fresh gateway admits a burst of 200
- * concurrent calls to an idle upstream answering in 100 ms; long streams open across the no-load
+ * SPEC §18 "it sheds only on evidence", end to end: a fresh gateway, and one whose reload changed
+ * the block, admit a burst of 200 concurrent calls to an idle upstream answering in 100 ms; long streams open across the no-load
  * re-measurement (reached by moving the gateway's monotonic clock a minute on) hold no new call
  * back; and a gateway whose own event loop is busy (a bounded synchronous spin in this process) in
  * front of a fast upstream does not shrink the limit.
  */
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import http, { type IncomingMessage, type ServerResponse } from "node:http";
+import { tmpdir } from "node:os";
+import path from "node:path";
 import { performance } from "node:perf_hooks";
 import { afterEach, describe, expect, it } from "vitest";
+import { stringify } from "yaml";
 import { ManualClock } from "../../gateway/base/clock.js";
 import { MEASURE_MS, PROBE_INTERVAL_MS } from "../../gateway/proxy/adaptive-limit.js";
 import { startGateway, testConfig, type TestGateway } from "../helpers/gateway.js";
@@ -35,27 +39,29 @@ async function upstreamOf(handler: (req: IncomingMessage, res: ServerResponse) =
   return u.url;
 }
 
-async function gatewayFor(url: string, clock?: ShiftedClock): Promise<TestGateway> {
+/** The gateway's configuration: an adaptive limit of [5, max_limit], no plan listed. */
+function configFor(url: string, maxLimit = 1000): Record<string, unknown> {
   const base = testConfig(url);
   const rl = base.rate_limits as { classes: Record<string, unknown> };
   rl.classes.read = { match: { methods: ["GET"] }, windows: [{ limit: 1_000_000, window_s: 3600 }] };
-  const g = await startGateway(
-    {
-      ...base,
-      upstreams: {
-        docs: { url, timeout_ms: 10_000, adaptive_concurrency: { min_limit: 5, max_limit: 1000 } },
-      },
-      load_shedding: { priorities: {} },
+  return {
+    ...base,
+    upstreams: {
+      docs: { url, timeout_ms: 10_000, adaptive_concurrency: { min_limit: 5, max_limit: maxLimit } },
     },
-    { clock },
-  );
+    load_shedding: { priorities: {} },
+  };
+}
+
+async function gatewayFor(url: string, clock?: ShiftedClock): Promise<TestGateway> {
+  const g = await startGateway(configFor(url), { clock });
   cleanups.push(() => g.close());
   return g;
 }
 
 /** One call on a connection of its own (a burst never races a keep-alive socket's close). */
-const call = (g: TestGateway, path = "/v1/items", via?: http.Agent) =>
-  request(`${g.url}${path}`, { headers: { authorization: `Bearer ${TOKEN}` }, agent: via });
+const call = (g: TestGateway, target = "/v1/items", via?: http.Agent) =>
+  request(`${g.url}${target}`, { headers: { authorization: `Bearer ${TOKEN}` }, agent: via });
 
 const limitOf = async (g: TestGateway): Promise<number> =>
   JSON.parse((await request(`${g.adminUrl}/upstreams`)).body).upstreams.docs.concurrency_limit as number;
@@ -70,6 +76,19 @@ describe("the adaptive limit sheds only on evidence (SPEC §18)", () => {
     const again = await Promise.all(Array.from({ length: 200 }, () => call(g)));
     expect(again.filter((a) => a.status !== 200)).toEqual([]);
     expect(await limitOf(g)).toBe(1000);
+  }, 30_000);
+
+  it("after a reload that changes the block, the same burst is admitted whole", async () => {
+    const url = await upstreamOf((_req, res) => void setTimeout(() => res.end("ok"), 100));
+    const g = await gatewayFor(url);
+    const dir = mkdtempSync(path.join(tmpdir(), "gw-adaptive-"));
+    cleanups.push(async () => rmSync(dir, { recursive: true, force: true }));
+    const file = path.join(dir, "gateway.yaml");
+    writeFileSync(file, stringify(configFor(url, 900)));
+    expect(await g.gateway.reload(file)).toBe(true);
+    expect(await limitOf(g)).toBe(900);
+    const answers = await Promise.all(Array.from({ length: 200 }, () => call(g)));
+    expect(answers.filter((a) => a.status !== 200)).toEqual([]);
   }, 30_000);
 
   it("long streams open across the re-measurement mark hold no new call back", async () => {

@@ -8,7 +8,8 @@
  *   them, each above
  *   {@link RTT_TOLERANCE} × the no-load latency and {@link RESOLUTION_MS} above it), when the
  *   upstream is saturated, so the rate of its answers is its capacity; the limit becomes that bandwidth-delay product, answers per ms ×
- *   no-load latency × {@link RTT_TOLERANCE} (Little's law: the calls it serves at once, plus room).
+ *   no-load latency × {@link CWND_GAIN} (Little's law: the calls it serves at once, and as much
+ *   again for bursts, BBR's `cwnd_gain`; the steady windows then trim what the upstream queues).
  *   A window where more than a tenth of the calls went straight through is no evidence, whatever
  *   its average.
  * - **Steady**: Netflix's concurrency-limits `Gradient2Limit` (concurrency-limits-core/src/main/
@@ -43,6 +44,11 @@ import type { Milliseconds } from "../base/clock.js";
  * near 2× no-load at equilibrium, inside SPEC §18's 3×.
  */
 export const RTT_TOLERANCE = 1.5;
+/**
+ * BBR's `cwnd_gain` (2): the limit startup leaves with is twice the calls the upstream serves at
+ * once, so bursts of a bursty client, and an answer rate a loaded gateway under-reads, do not shed.
+ */
+export const CWND_GAIN = 2;
 /** `Gradient2Limit`'s `smoothing` default: a new estimate counts for a fifth. */
 export const SMOOTHING = 0.2;
 /** `Gradient2Limit`'s fixed `queueSize` default: how far the target may exceed the current limit. */
@@ -87,6 +93,8 @@ export class AdaptiveLimit {
   private current: number;
   private estimate: number;
   private startup = true;
+  /** When startup last ended (ms): calls sent before it do not feed the steady windows. */
+  private steadySinceMs: Milliseconds = -Infinity;
   private readonly minLimit: number;
   private readonly maxLimit: number;
   private readonly nowMs: () => Milliseconds;
@@ -157,6 +165,8 @@ export class AdaptiveLimit {
       return;
     }
     if (latencyMs < this.noLoadMs) this.noLoadMs = latencyMs;
+    // BBR's "Drain": calls sent during startup queued behind its flood; they say nothing of the limit.
+    if (!this.startup && now - latencyMs < this.steadySinceMs) return;
     const ms = stallMs > 0 ? Math.max(0, latencyMs - stallMs) : latencyMs;
     this.windowSumMs += ms;
     this.windowCount++;
@@ -166,7 +176,8 @@ export class AdaptiveLimit {
     const elapsed = now - this.windowStartMs;
     if (this.startup) {
       if (elapsed < Math.max(STARTUP_WINDOW_MS, 2 * this.noLoadMs)) return;
-      if (this.windowWaited >= WAITED_SHARE * this.windowCount) this.leaveStartup(this.windowCount / elapsed);
+      if (this.windowWaited >= WAITED_SHARE * this.windowCount)
+        this.leaveStartup(this.windowCount / elapsed, now);
     } else {
       if (elapsed < WINDOW_MS) return;
       this.update(this.windowSumMs / this.windowCount, this.windowMaxInFlight);
@@ -175,9 +186,10 @@ export class AdaptiveLimit {
   }
 
   /** Nine calls in ten of a window waited: the upstream is saturated and answers at its capacity. */
-  private leaveStartup(answersPerMs: number): void {
+  private leaveStartup(answersPerMs: number, now: Milliseconds): void {
     this.startup = false;
-    const bdp = answersPerMs * this.noLoadMs * RTT_TOLERANCE;
+    this.steadySinceMs = now;
+    const bdp = answersPerMs * this.noLoadMs * CWND_GAIN;
     this.estimate = Math.max(this.minLimit, Math.min(this.maxLimit, bdp));
     this.current = Math.floor(this.estimate);
   }

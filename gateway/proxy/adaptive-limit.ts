@@ -34,7 +34,8 @@
  * - **The gateway's own delay**: the windows judge a latency less the event loop's stall over the
  *   call (gateway/base/loop-stall.ts), a lower bound of the upstream's latency, while the no-load
  *   latency is the smallest whole latency, an upper bound of the upstream's: each error leans
- *   towards shedding less, so a busy gateway never reads as a queueing upstream.
+ *   towards shedding less, so a busy gateway never reads as a queueing upstream. A steady window
+ *   mostly made of stall ({@link STALLED_WINDOW_SHARE}) moves the limit neither way.
  */
 import type { Milliseconds } from "../base/clock.js";
 
@@ -63,6 +64,11 @@ export const WAITED_SHARE = 0.9;
 export const STARTUP_WINDOW_MS: Milliseconds = 100;
 /** SPEC §18's "at least once a minute" (Envoy's `min_rtt_calc_params.interval` default, 60 s). */
 export const PROBE_INTERVAL_MS: Milliseconds = 60_000;
+/**
+ * A steady window whose samples were more than this share the gateway's own stall moves the limit
+ * neither way: its latencies, whole or discounted, are the gateway's more than the upstream's.
+ */
+export const STALLED_WINDOW_SHARE = 0.25;
 /** Envoy's `min_rtt_calc_params.jitter` default: the interval is shortened by up to 15 %. */
 export const JITTER = 0.15;
 /** SPEC §18: the re-measurement ends within 2 s whatever is in flight. */
@@ -107,6 +113,8 @@ export class AdaptiveLimit {
   private nextMeasureMs: Milliseconds;
   private windowStartMs: Milliseconds;
   private windowSumMs = 0;
+  /** The stall discounted from the window's samples (ms). */
+  private windowStallMs = 0;
   /** Samples of the window above the queueing latency (startup's evidence). */
   private windowWaited = 0;
   private windowCount = 0;
@@ -169,6 +177,7 @@ export class AdaptiveLimit {
     if (!this.startup && now - latencyMs < this.steadySinceMs) return;
     const ms = stallMs > 0 ? Math.max(0, latencyMs - stallMs) : latencyMs;
     this.windowSumMs += ms;
+    this.windowStallMs += latencyMs - ms;
     this.windowCount++;
     if (ms > this.queueingMs()) this.windowWaited++;
     if (inFlight > this.windowMaxInFlight) this.windowMaxInFlight = inFlight;
@@ -180,7 +189,9 @@ export class AdaptiveLimit {
         this.leaveStartup(this.windowCount / elapsed, now);
     } else {
       if (elapsed < WINDOW_MS) return;
-      this.update(this.windowSumMs / this.windowCount, this.windowMaxInFlight);
+      // A window mostly made of the gateway's own stall says nothing of the upstream, either way.
+      if (this.windowStallMs <= STALLED_WINDOW_SHARE * (this.windowSumMs + this.windowStallMs))
+        this.update(this.windowSumMs / this.windowCount, this.windowMaxInFlight);
     }
     this.resetWindow(now);
   }
@@ -241,6 +252,7 @@ export class AdaptiveLimit {
   private resetWindow(now: Milliseconds): void {
     this.windowStartMs = now;
     this.windowSumMs = 0;
+    this.windowStallMs = 0;
     this.windowWaited = 0;
     this.windowCount = 0;
     this.windowMaxInFlight = 0;

@@ -229,6 +229,23 @@ it("shortens the interval by up to 15 % (Envoy's jitter), never lengthens it", (
   }
 });
 
+it("a steady window mostly made of the gateway's stall moves the limit neither way", () => {
+  const l = limitOf(1, 1000);
+  steadyAt(l, 20);
+  // 300 ms whole (queueing, were it the upstream's), 20 ms less the stall (room to grow).
+  for (let i = 0; i < 100; i++) {
+    l.clock.ms += 100;
+    l.limit.sample(300, 20, 280);
+  }
+  expect(l.limit.limit).toBe(20);
+  // Little stall: the windows count again.
+  for (let i = 0; i < 100; i++) {
+    l.clock.ms += 100;
+    l.limit.sample(300, 20, 10);
+  }
+  expect(l.limit.limit).toBeLessThan(20);
+});
+
 describe("admission across the re-measurement", () => {
   it("admits every call while long ones stay in flight over the mark, and flags none in shadow mode", () => {
     for (const mode of ["enforce", "shadow"] as const) {

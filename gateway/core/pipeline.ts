@@ -31,6 +31,7 @@ import { identityOf, ipKey } from "../ratelimit/identity.js";
 import type { Decision } from "../ratelimit/limiter.js";
 import type { PlanPolicies, ResolvedPolicy } from "../ratelimit/policy.js";
 import { normalizeTarget } from "../routing/normalize.js";
+import { LoopStall } from "../base/loop-stall.js";
 import { ProxyStep } from "./proxy-step.js";
 import type { RequestScope } from "./scope.js";
 import { statusBody } from "./status-endpoint.js";
@@ -51,12 +52,19 @@ export class Pipeline {
   /** The proxy step: runs an exchange and maps its end to what is still to be written. */
   readonly proxy: ProxyStep;
   private readonly decisions: Decisions;
+  private readonly loop: LoopStall;
 
   constructor({ clock, metrics, logger }: PipelineDeps) {
     this.logger = logger;
     this.hot = new HotMetrics(metrics);
-    this.proxy = new ProxyStep(clock, this.hot);
+    this.loop = new LoopStall(() => clock.monotonicMs());
+    this.proxy = new ProxyStep(clock, this.hot, this.loop);
     this.decisions = new Decisions(this.hot, logger);
+  }
+
+  /** Stops the core's timers (the gateway closes). */
+  close(): void {
+    this.loop.close();
   }
 
   /**

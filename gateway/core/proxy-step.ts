@@ -10,6 +10,7 @@ import type { IncomingMessage } from "node:http";
 import type { Socket } from "node:net";
 import type { Readable } from "node:stream";
 import type { Clock } from "../base/clock.js";
+import type { LoopStall } from "../base/loop-stall.js";
 import { ERROR_CATALOG, type ErrorCode } from "../base/error-catalog.js";
 import type { HeaderMap } from "../base/request-facts.js";
 import type { HotMetrics } from "../observability/hot-metrics.js";
@@ -53,6 +54,8 @@ export class ProxyStep implements ExchangeHooks<RequestScope> {
   constructor(
     private readonly clock: Clock,
     private readonly hot: HotMetrics,
+    /** The gateway's event-loop stall, discounted from an admitted call's latency (SPEC §18). */
+    private readonly loop: LoopStall,
   ) {}
 
   /**
@@ -119,6 +122,7 @@ export class ProxyStep implements ExchangeHooks<RequestScope> {
     writer: HeadWriter<R>,
   ): Promise<ExchangeResult> {
     scope.upstreamStartMs = this.clock.monotonicMs();
+    if (scope.admitted !== null) scope.upstreamStartStallMs = this.loop.totalMs();
     const request: PlainRequest = {
       method: scope.method,
       path: outcome.path,
@@ -147,6 +151,7 @@ export class ProxyStep implements ExchangeHooks<RequestScope> {
     if (scope.finished) return;
     req.url = outcome.path;
     scope.upstreamStartMs = this.clock.monotonicMs();
+    if (scope.admitted !== null) scope.upstreamStartStallMs = this.loop.totalMs();
     const result = await exchangeUpgrade(
       outcome.upstream,
       { req, socket, head, hashKey: outcome.hashKey },
@@ -187,7 +192,9 @@ export class ProxyStep implements ExchangeHooks<RequestScope> {
   ): Promise<void> | null {
     scope.upstreamMs = this.clock.monotonicMs() - scope.upstreamStartMs;
     this.hot.upstream(scope.route!.upstream, scope.upstreamMs / 1000);
-    if (scope.admitted !== null) scope.admitted.sample(scope.upstreamMs);
+    const admitted = scope.admitted;
+    if (admitted !== null)
+      admitted.sample(scope.upstreamMs, this.loop.totalMs() - scope.upstreamStartStallMs);
     stripHopByHop(headers, upgraded);
     const charge = scope.policy?.charge;
     if (charge !== null && charge !== undefined) {

@@ -64,6 +64,8 @@ export class RequestScope implements FinishedRequest {
   errorCode: ErrorCode | null = null;
   /** The clock's monotonic reading when the upstream request was sent (ms), or -1. */
   upstreamStartMs = -1;
+  /** The event loop's stall total (gateway/base/loop-stall.ts) then (ms), for an admitted call. */
+  upstreamStartStallMs = 0;
   /** Upstream time to response headers (ms), or -1. */
   upstreamMs = -1;
   /**
@@ -75,7 +77,7 @@ export class RequestScope implements FinishedRequest {
    * The admission (SPEC §17, §18) that let this call in, released when it finishes and fed its
    * upstream latency (ms); or null.
    */
-  admitted: { release(): void; sample(latencyMs: number): void } | null = null;
+  admitted: { release(): void; sample(latencyMs: number, stallMs: number): void } | null = null;
   /** SPEC §18: `"shadow"` for a call shadow mode would have shed (the access line's `shed`), else null. */
   shed: "shadow" | null = null;
   /** Upstream tries made (SPEC §17: 1 without retries), or 0 when never proxied. */

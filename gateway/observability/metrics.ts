@@ -193,7 +193,7 @@ export function createMetrics(registry: Registry, version: string): GatewayMetri
       labelNames: ["upstream", "reason"],
       registers,
     }),
-    pool: createUpstreamPoolMetrics(registry),
+    pool: createUpstreamPoolMetrics(registry, LATENCY_BUCKETS),
     configReloads: new Counter({ ...CONFIG_RELOADS, registers }),
     configInfo: new Gauge({ ...CONFIG_INFO, registers }),
     buildInfo: new Gauge({

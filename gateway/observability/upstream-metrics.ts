@@ -1,11 +1,13 @@
 /**
- * The metric families of upstream pools (SPEC §16, §17): endpoint availability, calls per endpoint,
+ * The metric families of upstream pools (SPEC §16, §17): endpoint availability, calls, time to the
+ * response head and failures per endpoint,
  * health-check probes, ejections, panic routing, retries, calls refused by `max_in_flight` or shed
  * (SPEC §18), and each upstream's concurrency limit and calls in flight. Label values are configuration names
  * (upstream) and endpoints as configured (`host:port`), never request data.
  */
 import { Counter, Gauge, type Registry } from "prom-client";
-import { HotCounter } from "./hot-families.js";
+import type { UpstreamErrorReason } from "../base/results.js";
+import { HotCounter, HotHistogram, type HotCount, type HotDistribution } from "./hot-families.js";
 
 /** One endpoint's state as `gateway_upstream_endpoint_available` reads it when collected. */
 export interface EndpointAvailability {
@@ -44,6 +46,8 @@ export function createHealthCheckMetric(registry: Registry): Counter<"upstream" 
 /** Upstream pool families of one gateway. */
 export interface UpstreamPoolMetrics {
   endpointRequests: HotCounter<"upstream" | "endpoint">;
+  endpointDuration: HotHistogram<"upstream" | "endpoint">;
+  endpointErrors: HotCounter<"upstream" | "endpoint" | "reason">;
   endpointAvailable: Gauge<"upstream" | "endpoint">;
   healthChecks: Counter<"upstream" | "endpoint" | "result">;
   ejections: Counter<"upstream" | "endpoint">;
@@ -56,8 +60,38 @@ export interface UpstreamPoolMetrics {
   states: EndpointStates;
 }
 
-/** Creates and registers the upstream pool families on `registry`. */
-export function createUpstreamPoolMetrics(registry: Registry): UpstreamPoolMetrics {
+/** One endpoint's children of the per-endpoint families, bound once when the endpoint is made. */
+export interface EndpointMetrics {
+  /** `gateway_upstream_endpoint_requests_total{upstream,endpoint}`. */
+  readonly requests: HotCount;
+  /** `gateway_upstream_endpoint_duration_seconds{upstream,endpoint}` (s). */
+  readonly duration: HotDistribution;
+  /** `gateway_upstream_endpoint_errors_total{upstream,endpoint,reason}`, one child per reason. */
+  readonly errors: Readonly<Record<UpstreamErrorReason, HotCount>>;
+}
+
+/** Binds the children of one endpoint (named `host:port`) of `upstream`. */
+export function endpointMetrics(
+  pool: UpstreamPoolMetrics,
+  upstream: string,
+  endpoint: string,
+): EndpointMetrics {
+  const error = (reason: UpstreamErrorReason) => pool.endpointErrors.labels({ upstream, endpoint, reason });
+  return {
+    requests: pool.endpointRequests.labels({ upstream, endpoint }),
+    duration: pool.endpointDuration.labels({ upstream, endpoint }),
+    errors: { connect: error("connect"), timeout: error("timeout"), reset: error("reset") },
+  };
+}
+
+/**
+ * Creates and registers the upstream pool families on `registry`.
+ * @param latencyBuckets - the upper bounds (s) of the gateway's latency histograms
+ */
+export function createUpstreamPoolMetrics(
+  registry: Registry,
+  latencyBuckets: readonly number[],
+): UpstreamPoolMetrics {
   const registers = [registry];
   const states: EndpointStates = { current: () => [], loads: () => [] };
   return {
@@ -65,6 +99,19 @@ export function createUpstreamPoolMetrics(registry: Registry): UpstreamPoolMetri
       name: "gateway_upstream_endpoint_requests_total",
       help: "Calls sent to each endpoint of each upstream (every attempt).",
       labelNames: ["upstream", "endpoint"],
+      registers,
+    }),
+    endpointDuration: new HotHistogram({
+      name: "gateway_upstream_endpoint_duration_seconds",
+      help: "Time from sending one try to an endpoint to its response headers, by upstream and endpoint.",
+      labelNames: ["upstream", "endpoint"],
+      buckets: latencyBuckets,
+      registers,
+    }),
+    endpointErrors: new HotCounter({
+      name: "gateway_upstream_endpoint_errors_total",
+      help: "Tries that failed at an endpoint, by upstream, endpoint and reason (connect, timeout, reset).",
+      labelNames: ["upstream", "endpoint", "reason"],
       registers,
     }),
     endpointAvailable: new Gauge({

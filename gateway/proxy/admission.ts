@@ -114,9 +114,13 @@ export class Admission {
     this.calls--;
   }
 
-  /** One call's time to the upstream's response head (ms): the adaptive limit's sample. */
-  sample(latencyMs: number): void {
-    this.adaptive?.sample(latencyMs, this.calls);
+  /**
+   * One call's time to the upstream's response head: the adaptive limit's sample.
+   * @param latencyMs - from the try's start to its head (ms)
+   * @param stallMs - the gateway's event-loop stall meanwhile (ms), discounted from it
+   */
+  sample(latencyMs: number, stallMs: number): void {
+    this.adaptive?.sample(latencyMs, this.calls, stallMs);
   }
 
   private refuse(priority: Priority): "shed" {

@@ -38,6 +38,8 @@ export class Attempt implements Dispatcher.DispatchHandler {
     readonly endpoint: Endpoint,
     /** A retry (counted in the upstream's retry budget until it ends). */
     readonly retry: boolean,
+    /** When it was sent (monotonic ms): its time to head is measured from then. */
+    readonly startedMs: number,
   ) {}
 
   onRequestStart(controller: Dispatcher.DispatchController): void {

@@ -10,7 +10,7 @@ import https from "node:https";
 import { Pool } from "undici";
 import type { UpstreamConfig } from "../config/upstream-schema.js";
 import { endpointName } from "../config/upstream-schema.js";
-import type { HotCount } from "../observability/hot-families.js";
+import type { EndpointMetrics } from "../observability/upstream-metrics.js";
 import { urlPort } from "../base/url-port.js";
 import type { BalancedEndpoint } from "./balancing/balancer.js";
 import type { UpstreamTls } from "./upstream-tls.js";
@@ -57,8 +57,8 @@ export class Endpoint implements BalancedEndpoint {
   /** `server.address` and `server.port` of the CLIENT spans (SPEC §13, §16). */
   readonly address: string;
   readonly port: number;
-  /** `gateway_upstream_endpoint_requests_total{upstream,endpoint}`, bound once. */
-  readonly requests: HotCount;
+  /** Its children of the per-endpoint families (requests, time to head, errors), bound once. */
+  readonly metrics: EndpointMetrics;
   /** {@link connectionKey} of the settings it was built with. */
   readonly connectionKey: string;
   /**
@@ -73,7 +73,7 @@ export class Endpoint implements BalancedEndpoint {
    *   {@link timeouts}), connect_timeout_ms (ms), max_sockets (connections to this endpoint),
    *   keep_alive_ms (ms)
    * @param tls - the endpoint's TLS settings (`https://`), or null
-   * @param requests - this endpoint's child of the per-endpoint request counter
+   * @param metrics - this endpoint's children of the per-endpoint families
    */
   constructor(
     index: number,
@@ -81,14 +81,14 @@ export class Endpoint implements BalancedEndpoint {
     weight: number,
     cfg: UpstreamConfig,
     tls: UpstreamTls | null,
-    requests: HotCount,
+    metrics: EndpointMetrics,
   ) {
     this.index = index;
     this.url = url;
     this.weight = weight;
     this.name = endpointName(url);
     this.json = JSON.stringify(this.name);
-    this.requests = requests;
+    this.metrics = metrics;
     this.connectionKey = connectionKey(url, cfg, tls);
     this.timeouts = { timeoutMs: cfg.timeout_ms, connectTimeoutMs: cfg.connect_timeout_ms };
     const u = new URL(url);

@@ -58,6 +58,8 @@ class HandshakeExchange<C> implements UpgradeExchange, ExchangeResult {
   /** The handshake request upstream, once http-proxy-3 made it. */
   proxyReq: ClientRequest | null = null;
   resolve: ((r: ExchangeResult) => void) | null = null;
+  /** When the handshake was sent (monotonic ms). */
+  private startedMs = 0;
 
   constructor(
     private readonly upstream: Upstream,
@@ -74,7 +76,8 @@ class HandshakeExchange<C> implements UpgradeExchange, ExchangeResult {
     (socket as ClientSocket)[HANDSHAKE] = this as HandshakeExchange<unknown>;
     socket.once("close", onClientClose);
     endpoint.inFlight++;
-    endpoint.requests.inc();
+    endpoint.metrics.requests.inc();
+    this.startedMs = this.upstream.nowMs();
     this.decorator.attemptStarted(this.context, endpoint);
     this.trace?.startUpstream(req.method ?? "GET", endpoint.address, endpoint.port, req.headers);
     endpoint.ws.relay(req, socket, head);
@@ -122,7 +125,7 @@ class HandshakeExchange<C> implements UpgradeExchange, ExchangeResult {
   private answer(status: number, headers: HeaderMap): void {
     this.status = status;
     this.trace?.upstreamResponded(status);
-    this.upstream.answered(this.endpoint, status);
+    this.upstream.answered(this.endpoint, status, this.startedMs);
     this.decorator.upstreamHead(this.context, headers, this.endpoint, status === 101, false);
     this.responseStarted = true;
     this.settle(null);

@@ -5,7 +5,11 @@
  * and healthy again after `healthy_threshold` passing ones. Endpoints start healthy and each gets
  * its first probe at start; later rounds are spread over the interval (endpoint i of n is probed
  * i × interval / n after the round's start), so a large pool is never probed all at once
- * (Kong/kong#7409). Each change is logged once, here.
+ * (Kong/kong#7409), and each later interval is shortened by a random part of up to
+ * {@link PROBE_JITTER} of it (Envoy's `interval_jitter_percent`, api/envoy/config/core/v3/
+ * health_check.proto), so endpoints probed together, or by several gateways started together, drift
+ * apart instead of staying in step; only shortened, so a restarted instance is still seen within
+ * `interval_ms` × `healthy_threshold`. Each change is logged once, here.
  *
  * One checker per gateway process, or with `workers` the cluster primary's alone (Kong's
  * per-worker probing multiplied the probe traffic by the worker count, Kong/kong#6788): it reports
@@ -41,6 +45,30 @@ export interface HealthCheckerDeps {
   baseDir: string;
   /** Times the probes (`monotonicMs`); the system clock by default. */
   clock?: Clock;
+  /** Uniform in [0, 1): the intervals' jitter. @default Math.random */
+  random?: () => number;
+}
+
+/** The largest share of `interval_ms` a probe's interval is shortened by. */
+export const PROBE_JITTER = 0.1;
+
+/**
+ * The wait before an endpoint's next probe: the interval, shortened by its jitter, counted from the
+ * previous probe's start, plus the endpoint's place in the round the first time.
+ * @param intervalMs - `health_check.interval_ms`
+ * @param elapsedMs - time since the previous probe started (ms)
+ * @param offsetMs - the endpoint's place in the round (ms), 0 after the first probe
+ * @param draw - uniform in [0, 1)
+ * @returns the delay (ms), never negative, never above `intervalMs` + `offsetMs` − `elapsedMs`
+ */
+export function nextProbeDelayMs(
+  intervalMs: number,
+  elapsedMs: number,
+  offsetMs: number,
+  draw: number,
+): number {
+  const jittered = intervalMs - Math.floor(PROBE_JITTER * intervalMs * draw);
+  return Math.max(0, jittered + offsetMs - elapsedMs);
 }
 
 interface Target {
@@ -193,8 +221,9 @@ export class HealthChecker {
       this.deps.onChange(fields);
     }
     // The interval counts from the probe's start, so a slow endpoint is not probed less often.
-    const interval = this.intervals.get(t.upstream)! + t.offsetMs;
+    const elapsedMs = (this.deps.clock ?? systemClock).monotonicMs() - startedMs;
+    const draw = (this.deps.random ?? Math.random)();
+    this.schedule(t, nextProbeDelayMs(this.intervals.get(t.upstream)!, elapsedMs, t.offsetMs, draw));
     t.offsetMs = 0;
-    this.schedule(t, Math.max(0, interval - ((this.deps.clock ?? systemClock).monotonicMs() - startedMs)));
   }
 }

@@ -72,7 +72,7 @@ export class PlainExchange<C, R extends ResponseTarget> implements ExchangeResul
     (this.res as Relayed)[EXCHANGE] = this as PlainExchange<unknown, ResponseTarget>;
     this.res.on("close", onClientClose); // emitted once; `on` skips once()'s wrapper
     if (this.request.timeoutMs > 0) this.deadline = setTimeout(onDeadline, this.request.timeoutMs, this);
-    this.upstream.triesInFlight++;
+    this.upstream.budget.triesInFlight++;
     this.launch(this.endpoint, false);
     return done;
   }
@@ -83,10 +83,10 @@ export class PlainExchange<C, R extends ResponseTarget> implements ExchangeResul
     this.endpoint = endpoint;
     this.attempts++;
     endpoint.inFlight++;
-    endpoint.requests.inc();
+    endpoint.metrics.requests.inc();
     this.hooks.attemptStarted(this.context, endpoint);
     trace?.startUpstream(request.method, endpoint.address, endpoint.port, request.headers);
-    const attempt = new Attempt(this, endpoint, retry);
+    const attempt = new Attempt(this, endpoint, retry, this.upstream.nowMs());
     this.current = attempt;
     const perTry = request.retry?.perTryTimeoutMs ?? 0;
     if (perTry > 0) attempt.timer = setTimeout(onTryTimeout, perTry, attempt);
@@ -113,7 +113,7 @@ export class PlainExchange<C, R extends ResponseTarget> implements ExchangeResul
     message: string,
   ): void {
     this.trace?.upstreamResponded(status);
-    this.upstream.answered(attempt.endpoint, status);
+    this.upstream.answered(attempt.endpoint, status, attempt.startedMs);
     if (this.request.retry?.statuses.has(status) === true && this.mayRetry()) {
       this.finish(attempt);
       controller.abort(GIVEN_UP);
@@ -217,13 +217,13 @@ export class PlainExchange<C, R extends ResponseTarget> implements ExchangeResul
     const policy = this.request.retry!;
     if (this.attempts > policy.attempts || this.clientLeft || this.responseStarted) return false;
     if (this.held !== null) return false; // the answer is being charged for
-    return this.upstream.tryRetry();
+    return this.upstream.budget.tryRetry();
   }
 
   /** Waits the backoff, then tries another endpoint (the retry is in flight from now). */
   private retry(): void {
     this.current = null;
-    this.upstream.triesInFlight++;
+    this.upstream.budget.triesInFlight++;
     const wait = backoffMs(this.request.retry!, this.attempts, Math.random());
     this.backoff = setTimeout(onBackoff, wait, this);
   }
@@ -238,8 +238,8 @@ export class PlainExchange<C, R extends ResponseTarget> implements ExchangeResul
   private dropRetry(): void {
     clearTimeout(this.backoff!);
     this.backoff = null;
-    this.upstream.triesInFlight--;
-    this.upstream.retryEnded();
+    this.upstream.budget.triesInFlight--;
+    this.upstream.budget.retryEnded();
   }
 
   /** A try's end, accounted once: its endpoint, the upstream's tries and retries in flight. */
@@ -248,8 +248,8 @@ export class PlainExchange<C, R extends ResponseTarget> implements ExchangeResul
     attempt.ended = true;
     if (attempt.timer !== null) clearTimeout(attempt.timer);
     attempt.endpoint.inFlight--;
-    this.upstream.triesInFlight--;
-    if (attempt.retry) this.upstream.retryEnded();
+    this.upstream.budget.triesInFlight--;
+    if (attempt.retry) this.upstream.budget.retryEnded();
     if (this.current === attempt) this.current = null;
   }
 

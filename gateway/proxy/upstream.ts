@@ -7,7 +7,7 @@ import type { Logger } from "pino";
 import type { UpstreamConfig } from "../config/upstream-schema.js";
 import { endpointName, endpointsOf } from "../config/upstream-schema.js";
 import type { UpstreamErrorReason } from "../base/results.js";
-import type { UpstreamPoolMetrics } from "../observability/upstream-metrics.js";
+import { endpointMetrics, type UpstreamPoolMetrics } from "../observability/upstream-metrics.js";
 import type { Counter } from "prom-client";
 import type { LoadSheddingConfig } from "../config/shedding-schema.js";
 import { Admission } from "./admission.js";
@@ -15,6 +15,8 @@ import { compileHashOn, type HashOn } from "./hash-key.js";
 import type { UpstreamSnapshot } from "./upstream-snapshot.js";
 import { createBalancer, type Balancer } from "./balancing/balancer.js";
 import { OutlierDetector } from "./balancing/outlier-detector.js";
+import { PanicRouting } from "./panic-routing.js";
+import { RetryBudget } from "./retry-budget.js";
 import { connectionKey, Endpoint } from "./endpoint.js";
 import type { UpstreamTls } from "./upstream-tls.js";
 
@@ -45,7 +47,6 @@ export class Upstream {
   private readonly outliers: OutlierDetector | null;
   /** Endpoints ejected now (their return is checked on pick only while there are some). */
   private ejectedCount = 0;
-  private readonly panics: ReturnType<Counter<"upstream">["labels"]>;
   /**
    * Admission under `max_in_flight` (SPEC §17) and `adaptive_concurrency` (SPEC §18), or null
    * when the upstream has neither: then the request path does nothing more than check for null.
@@ -53,14 +54,9 @@ export class Upstream {
    * {@link apply} when the configuration commits.
    */
   admission: Admission | null;
-  /** Tries in flight, each retry from the moment it is decided (the retry budget's base). */
-  triesInFlight = 0;
-  /** Retries in flight, from their decision (backoff included) to their end. */
-  retriesInFlight = 0;
-  private budgetRatio: number;
-  private budgetMinRetries: number;
-  private readonly retried: ReturnType<Counter<"upstream" | "result">["labels"]>;
-  private readonly budgetExhausted: ReturnType<Counter<"upstream" | "result">["labels"]>;
+  /** The retry budget (SPEC §17) and the tries and retries it counts. */
+  readonly budget: RetryBudget;
+  private readonly panic: PanicRouting;
 
   /**
    * @param tls - each endpoint's TLS settings (same order as its endpoints), null entries for http
@@ -88,8 +84,8 @@ export class Upstream {
           return old;
         }
       }
-      const child = pool.endpointRequests.labels({ upstream: name, endpoint: endpointName(e.url) });
-      return new Endpoint(i, e.url, e.weight, cfg, tls[i] ?? null, child);
+      const metrics = endpointMetrics(pool, name, endpointName(e.url));
+      return new Endpoint(i, e.url, e.weight, cfg, tls[i] ?? null, metrics);
     });
     this.hashOn = cfg.balancer === "consistent_hash" ? compileHashOn(cfg.hash_on ?? "identity") : null;
     this.balancer = this.endpoints.length > 1 ? createBalancer(cfg.balancer, this.endpoints) : null;
@@ -108,12 +104,9 @@ export class Upstream {
           )
         : null;
     for (const i of taken) this.takeOver(i, previous!);
-    this.panics = pool.panic.labels({ upstream: name });
+    this.panic = new PanicRouting(name, pool.panic.labels({ upstream: name }), deps.logger);
     this.admission = !limited(cfg) ? null : (previous?.admission ?? this.newAdmission(cfg));
-    this.budgetRatio = cfg.retry_budget.ratio;
-    this.budgetMinRetries = cfg.retry_budget.min_retries;
-    this.retried = pool.retries.labels({ upstream: name, result: "retried" });
-    this.budgetExhausted = pool.retries.labels({ upstream: name, result: "budget_exhausted" });
+    this.budget = new RetryBudget(name, cfg, pool.retries);
   }
 
   /**
@@ -127,34 +120,11 @@ export class Upstream {
       e.timeouts.timeoutMs = cfg.timeout_ms;
       e.timeouts.connectTimeoutMs = cfg.connect_timeout_ms;
     }
-    this.budgetRatio = cfg.retry_budget.ratio;
-    this.budgetMinRetries = cfg.retry_budget.min_retries;
+    this.budget.configure(cfg);
     if (!limited(cfg)) this.admission = null;
     else if (this.admission === null) this.admission = this.newAdmission(cfg);
     else this.admission.reconfigure(cfg.max_in_flight ?? 0, cfg.adaptive_concurrency);
     this.admission?.configure(shedding);
-  }
-
-  /**
-   * Asks the retry budget for one retry (Envoy's retry budget, SPEC §17): retries in flight stay at
-   * most `max(min_retries, ratio × tries in flight)`. A granted retry is in flight (and a try in
-   * flight) from now until {@link retryEnded}.
-   * @returns false when the budget is spent (counted as `budget_exhausted`)
-   */
-  tryRetry(): boolean {
-    const allowed = Math.max(this.budgetMinRetries, this.budgetRatio * this.triesInFlight);
-    if (this.retriesInFlight >= allowed) {
-      this.budgetExhausted.inc();
-      return false;
-    }
-    this.retriesInFlight++;
-    this.retried.inc();
-    return true;
-  }
-
-  /** A retry {@link tryRetry} granted has ended (answered, failed or given up). */
-  retryEnded(): void {
-    this.retriesInFlight--;
   }
 
   /**
@@ -180,20 +150,31 @@ export class Upstream {
     const balancer = this.balancer;
     if (balancer === null) {
       const only = this.endpoints[0]!;
-      if (!only.available) this.panics.inc();
+      if (!only.available) this.panic.picked();
+      else if (this.panic.active) this.panic.ended();
       return only;
     }
     if (this.ejectedCount > 0) this.refreshEjections();
     let i = balancer.pick(key, false);
     if (i < 0) {
-      this.panics.inc();
+      this.panic.picked();
       i = balancer.pick(key, true);
-    }
+    } else if (this.panic.active) this.panic.ended();
     return this.endpoints[i]!;
   }
 
-  /** The endpoint answered with `status`: a 502/503/504 of its own is a failed call. */
-  answered(endpoint: Endpoint, status: number): void {
+  /** Monotonic milliseconds: when a try starts (its time to head is measured from then). */
+  nowMs(): number {
+    return this.deps.nowMs();
+  }
+
+  /**
+   * The endpoint answered a try with `status`: its time to head is observed, and a 502/503/504 of
+   * its own is a failed call.
+   * @param startedMs - when the try was sent ({@link nowMs})
+   */
+  answered(endpoint: Endpoint, status: number, startedMs: number): void {
+    endpoint.metrics.duration.observe((this.deps.nowMs() - startedMs) / 1000);
     const o = this.outliers;
     if (o === null) return;
     if (isGatewayFailure(status)) o.failure(endpoint.index);
@@ -203,6 +184,7 @@ export class Upstream {
   /** The call to `endpoint` failed before or during its answer. */
   failed(endpoint: Endpoint, reason: UpstreamErrorReason): void {
     this.deps.metrics.upstreamErrors.inc({ upstream: this.name, reason });
+    endpoint.metrics.errors[reason].inc();
     this.outliers?.failure(endpoint.index);
   }
 
@@ -219,6 +201,7 @@ export class Upstream {
     // pass again, whatever remains of its ejection (one whose probes kept passing serves it out).
     if (healthy && e.ejected) this.outliers?.forgive(e.index);
     e.available = healthy && !e.ejected;
+    if (e.available) this.panic.ended();
   }
 
   /** `GET /upstreams`' view of this upstream. */
@@ -283,6 +266,7 @@ export class Upstream {
     if (e.ejected === ejected) return;
     e.ejected = ejected;
     e.available = e.healthy && !ejected;
+    if (e.available) this.panic.ended();
     this.ejectedCount += ejected ? 1 : -1;
     if (ejected) {
       this.deps.metrics.pool.ejections.inc({ upstream: this.name, endpoint: e.name });

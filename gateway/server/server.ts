@@ -265,6 +265,7 @@ export function createGateway(loaded: LoadedConfig, options: GatewayOptions = {}
     },
     async close(graceMs = runtime.config.listen.grace_ms) {
       clearInterval(flushTimer);
+      pipeline.close();
       await probes?.stop();
       await Promise.all([drain.drain(graceMs), decisionDrain?.drain(graceMs), closeServer(admin)]);
       for (const old of retiring) await releaseRuntime(old, [runtime]);

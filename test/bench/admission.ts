@@ -34,7 +34,7 @@ function enabled(): number {
   for (let i = 0; i < CALLS; i++) {
     const a = admission;
     if (a.admit(a.priorityOf(plans[i & 3]!)) !== "shed") {
-      a.sample(50 + (i & 7));
+      a.sample(50 + (i & 7), 0);
       a.release();
       admitted++;
     }

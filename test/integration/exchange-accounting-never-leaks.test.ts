@@ -93,8 +93,8 @@ describe("the exchange's counts", () => {
       "every count at zero",
       async () =>
         upstream.endpoints.every((e) => e.inFlight === 0) &&
-        upstream.triesInFlight === 0 &&
-        upstream.retriesInFlight === 0 &&
+        upstream.budget.triesInFlight === 0 &&
+        upstream.budget.retriesInFlight === 0 &&
         upstream.admission!.calls === 0 &&
         gw.gateway.runtime.generation.calls === 0,
       10_000,

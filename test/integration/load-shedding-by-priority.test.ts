@@ -108,7 +108,7 @@ describe("load shedding by priority", () => {
     await log.waitFor((l) => l.reqId === "shed" && l.error === "upstream_overloaded");
   });
 
-  it("holds the calls in flight to the adaptive limit (started at 20, clamped to max_limit)", async () => {
+  it("holds the calls in flight to the adaptive limit (which starts at max_limit)", async () => {
     const g = await gatewayWith({ adaptive_concurrency: { min_limit: 1, max_limit: 3 } });
     const calls = await hold(g, DEFAULT, 3);
     expect((await call(g, CRITICAL, "over")).status).toBe(503); // no load_shedding: all default

@@ -200,6 +200,26 @@ function ruleTests(): unknown {
             values: "0+1x30",
           },
           { series: sel("gateway_upstream_duration_seconds_count", { upstream: "api" }), values: "0+199x30" },
+          // Pool `pool`: endpoint 10.0.0.1 fails every try it gets (ejected most of the time) from
+          // minute 5, while 10.0.0.2 serves; pool `down`: its only endpoint fails (the pool too).
+          ...[
+            { upstream: "pool", endpoint: "10.0.0.1:3000", requests: "0x4 0+5x25", errors: "0x4 0+5x25" },
+            { upstream: "pool", endpoint: "10.0.0.2:3000", requests: "0+1000x30", errors: "0x30" },
+            { upstream: "down", endpoint: "10.0.0.3:3000", requests: "0+10x30", errors: "0+10x30" },
+          ].flatMap(({ upstream, endpoint, requests, errors }) => [
+            {
+              series: sel("gateway_upstream_endpoint_requests_total", { upstream, endpoint }),
+              values: requests,
+            },
+            {
+              series: sel("gateway_upstream_endpoint_errors_total", {
+                upstream,
+                endpoint,
+                reason: "connect",
+              }),
+              values: errors,
+            },
+          ]),
           // Plan claims naming no configured plan from minute 5 on `gateway`; one stray call on `quiet`.
           { series: sel("gateway_plan_claim_unknown_total", {}), values: "0x4 0+6x25" },
           { series: sel("gateway_plan_claim_unknown_total", { job: "quiet" }), values: "0x9 1x20" },
@@ -243,6 +263,21 @@ function ruleTests(): unknown {
             eval_time: "12m",
             alertname: "GatewayUpstreamErrors",
             exp_alerts: [{ exp_labels: { severity: "warning", job: "gateway", upstream: "docs" } }],
+          },
+          { eval_time: "12m", alertname: "GatewayUpstreamEndpointFailing", exp_alerts: [] },
+          {
+            eval_time: "20m",
+            alertname: "GatewayUpstreamEndpointFailing",
+            exp_alerts: [
+              {
+                exp_labels: {
+                  severity: "warning",
+                  job: "gateway",
+                  upstream: "pool",
+                  endpoint: "10.0.0.1:3000",
+                },
+              },
+            ],
           },
           { eval_time: "2m", alertname: "GatewayConfigReloadFailed", exp_alerts: [] },
           {
@@ -336,6 +371,9 @@ const ENUMERATED: Record<string, Record<string, readonly string[]>> = {
     result: ["hit", "miss", "negative", "stale"] satisfies readonly CacheLookup[],
   },
   gateway_upstream_errors_total: {
+    reason: ["connect", "timeout", "reset"] satisfies readonly UpstreamErrorReason[],
+  },
+  gateway_upstream_endpoint_errors_total: {
     reason: ["connect", "timeout", "reset"] satisfies readonly UpstreamErrorReason[],
   },
   gateway_upstream_overloaded_total: { priority: [...PRIORITIES] satisfies readonly Priority[] },
@@ -477,6 +515,7 @@ describe("config/monitoring against the gateway's metrics", () => {
         "GatewayIntrospectionFailures",
         "GatewayHighLatencyP99",
         "GatewayUpstreamErrors",
+        "GatewayUpstreamEndpointFailing",
         "GatewayConfigReloadFailed",
         "GatewayPlanClaimUnknown",
         "GatewayTracingSpansDropped",
@@ -533,6 +572,7 @@ describe("config/monitoring against the gateway's metrics", () => {
       'plan=~"$plan"',
       "gateway_jwt_validations_total",
       "gateway_jwks_fetches_total",
+      "gateway_upstream_endpoint_duration_seconds_bucket",
     ]) {
       expect(all, needle).toContain(needle);
     }

@@ -1,8 +1,10 @@
 /**
- * SPEC §16 `least_request`: power of two choices on requests in flight divided by weight (Envoy's
- * `LeastRequestLoadBalancer`, N_CHOICES with 2, but two different endpoints). With an injected
+ * SPEC §16 `least_request`. Equal weights: power of two choices on requests in flight (Envoy's
+ * `LeastRequestLoadBalancer`, N_CHOICES with 2, but two different endpoints); with an injected
  * random source the two samples are known (the first is `floor(r1 * n)`-th available endpoint in
  * index order, the second `floor(r2 * (n - 1))`-th of the others), so each pick can be checked.
+ * Unequal weights: Envoy's weighted least request, picks following `weight / (in flight + 1)` on
+ * an earliest-deadline-first schedule, so an idle pool is spread exactly in the weights' ratio.
  */
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
@@ -20,13 +22,15 @@ function endpoints(shapes: readonly Shape[]): BalancedEndpoint[] {
 
 const load = (e: BalancedEndpoint): number => e.inFlight / e.weight;
 
-const shapes = fc.array(
-  fc.record({
-    weight: fc.integer({ min: 1, max: 10 }),
-    inFlight: fc.nat({ max: 50 }),
-    available: fc.boolean(),
-  }),
-  { minLength: 1, maxLength: 8 },
+/** Pools of one weight (the power of two choices serves those). */
+const shapes = fc.integer({ min: 1, max: 10 }).chain((weight) =>
+  fc.array(
+    fc.record({ weight: fc.constant(weight), inFlight: fc.nat({ max: 50 }), available: fc.boolean() }),
+    {
+      minLength: 1,
+      maxLength: 8,
+    },
+  ),
 );
 /** Uniform in [0, 1), including 0 and values a hair below 1. */
 const unit = fc.oneof(
@@ -66,8 +70,8 @@ describe("least_request (power of two choices)", () => {
 
   it("with two available endpoints always sends to the less loaded one (the samples are different)", () => {
     const eps = endpoints([
-      { weight: 4, inFlight: 3, available: true }, // 0.75 per unit of weight
-      { weight: 1, inFlight: 1, available: true }, // 1
+      { weight: 1, inFlight: 1, available: true },
+      { weight: 1, inFlight: 3, available: true },
       { weight: 1, inFlight: 0, available: false },
     ]);
     const b = createBalancer("least_request", eps);
@@ -106,5 +110,54 @@ describe("least_request (power of two choices)", () => {
     const b = createBalancer("least_request", eps);
     expect(b.pick(undefined, false)).toBe(-1);
     for (let k = 0; k < 100; k++) expect(b.pick(undefined, true)).toBe(1);
+  });
+});
+
+describe("least_request with unequal weights (Envoy's weighted least request)", () => {
+  it("spreads an idle pool exactly in the weights' ratio, interleaved", () => {
+    const eps = endpoints([
+      { weight: 1, inFlight: 0, available: true },
+      { weight: 3, inFlight: 0, available: true },
+      { weight: 2, inFlight: 0, available: true },
+    ]);
+    const b = createBalancer("least_request", eps);
+    for (let cycle = 0; cycle < 100; cycle++) {
+      const counts = [0, 0, 0];
+      for (let k = 0; k < 6; k++) counts[b.pick(undefined, false)]!++;
+      expect(counts).toEqual([1, 3, 2]);
+    }
+  });
+
+  it("follows weight / (in flight + 1): a busy heavy endpoint gets fewer picks than its weight says", () => {
+    const eps = endpoints([
+      { weight: 1, inFlight: 0, available: true },
+      { weight: 4, inFlight: 7, available: true }, // effective 4 / 8 = 0.5
+    ]);
+    const b = createBalancer("least_request", eps);
+    const counts = [0, 0];
+    for (let k = 0; k < 3000; k++) counts[b.pick(undefined, false)]!++;
+    // Effective weights 1 and 0.5: two picks in three to the idle light endpoint.
+    expect(counts[0]).toBe(2000);
+    expect(counts[1]).toBe(1000);
+  });
+
+  it("skips unavailable endpoints, a returning one rejoins at the schedule's time, -1 with none, all under panic", () => {
+    const eps = endpoints([
+      { weight: 1, inFlight: 0, available: true },
+      { weight: 2, inFlight: 0, available: false },
+    ]);
+    const b = createBalancer("least_request", eps);
+    for (let k = 0; k < 100; k++) expect(b.pick(undefined, false)).toBe(0);
+    eps[1]!.available = true;
+    // Back: its share from now on, not a burst making up for its absence.
+    const counts = [0, 0];
+    for (let k = 0; k < 6; k++) counts[b.pick(undefined, false)]!++;
+    expect(counts).toEqual([2, 4]);
+    eps[0]!.available = false;
+    eps[1]!.available = false;
+    expect(b.pick(undefined, false)).toBe(-1);
+    const panicked = new Set<number>();
+    for (let k = 0; k < 6; k++) panicked.add(b.pick(undefined, true));
+    expect([...panicked].sort()).toEqual([0, 1]);
   });
 });

@@ -6,6 +6,7 @@
 import { LeastRequest } from "./least-request.js";
 import { RendezvousHash } from "./rendezvous-hash.js";
 import { SmoothWeightedRoundRobin } from "./smooth-weighted-round-robin.js";
+import { WeightedLeastRequest } from "./weighted-least-request.js";
 import type { Balancer, BalancedEndpoint } from "./types.js";
 
 export type { Balancer, BalancedEndpoint } from "./types.js";
@@ -41,7 +42,10 @@ export function createBalancer(
     case "round_robin":
       return new SmoothWeightedRoundRobin(endpoints);
     case "least_request":
-      return new LeastRequest(endpoints, random);
+      // Equal weights: the power of two choices; unequal: Envoy's weighted least request.
+      return endpoints.every((e) => e.weight === endpoints[0]!.weight)
+        ? new LeastRequest(endpoints, random)
+        : new WeightedLeastRequest(endpoints);
     case "consistent_hash":
       return new RendezvousHash(endpoints);
   }

@@ -4,12 +4,13 @@
  * source/extensions/load_balancing_policies/least_request/least_request_lb.cc (envoyproxy/envoy):
  * sample endpoints at random and keep the one with fewer active requests, the first on a tie.
  *
- * Differences from Envoy, as SPEC §16 words it:
- * - the two samples are two DIFFERENT available endpoints (Envoy samples with replacement, so it
- *   sometimes compares an endpoint with itself);
- * - weights enter as requests in flight divided by weight, compared without division
- *   (`a.inFlight * b.weight < b.inFlight * a.weight`), for equal and unequal weights alike (Envoy
- *   switches to an EDF schedule of `weight / (active + 1)^bias` when weights differ).
+ * It serves upstreams whose endpoints all have the same weight; with unequal weights the factory
+ * builds `WeightedLeastRequest` (weighted-least-request.ts: Envoy's EDF schedule of `weight / (active + 1)`) instead.
+ *
+ * One difference from Envoy, as SPEC §16 words it: the two samples are two DIFFERENT available
+ * endpoints (Envoy samples with replacement, so it sometimes compares an endpoint with itself).
+ * The comparison keeps the per-weight form (`a.inFlight * b.weight < b.inFlight * a.weight`),
+ * which with equal weights is the plain comparison of requests in flight.
  */
 import type { Balancer, BalancedEndpoint } from "./types.js";
 

@@ -36,9 +36,16 @@ function resolve(from: string, target: string): { file: string; anchor: string }
   return { file: path.relative(ROOT, abs).split(path.sep).join("/"), anchor };
 }
 
-/** The link targets of a file's `## Contents` section, resolved. */
+/**
+ * The link targets of a file's `## Contents` section, resolved: in the README the whole section, in
+ * a chapter its first list (the chapter's own text may follow without a heading).
+ */
 function contentsLinks(f: ManualFile): { file: string; anchor: string }[] {
-  const lines = sectionOf(f.text, "Contents") ?? [];
+  let lines = sectionOf(f.text, "Contents") ?? [];
+  if (f.path !== "README.md") {
+    const end = lines.findIndex((l) => l.trim() !== "" && !/^\s*- /.test(l));
+    lines = end < 0 ? lines : lines.slice(0, end);
+  }
   return linkTargets(lines.join("\n")).map((t) => resolve(f.path, t));
 }
 

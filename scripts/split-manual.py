@@ -117,10 +117,15 @@ FILES: dict[str, str | None] = {
 # Hand-written chapters: linked from the README's contents (first), never written by this script.
 HAND_WRITTEN = ["docs/glossary.md", "docs/troubleshooting.md"]
 
-# A heading inserted into a generated file before the paragraph that precedes a table, so the table
-# is one click from the contents: (file, regex of the table's header row, heading text).
+# Headings inserted into a generated file, so what they introduce is one click from its contents:
+# (file, regex of a line outside code, heading text). The heading goes before the paragraph holding
+# that line; for a table row, before the table, and before the sentence introducing it when that
+# sentence ends with ":". A line not found is reported, never an error.
 INSERTED_HEADINGS = [
     ("docs/configuration.md", r"^\| Key \| Default \|", "Every key"),
+    ("docs/architecture.md", r"^Each request's path through the modules:", "A request's path through the modules"),
+    ("docs/architecture.md", r"^\| Module \| Owns \|", "Modules"),
+    ("docs/architecture.md", r"^Where the next things plug in:", "Where the next things plug in"),
 ]
 
 # The README's paragraph about itself (replaced: the manual is no longer one file).
@@ -351,6 +356,8 @@ def reword(path: str, text: str, report: list[str]) -> str:
     for file, old, new in REWORDS:
         if file != path:
             continue
+        if text.count(old) != 1 and text.count(new) == 1:
+            continue  # applied by an earlier run
         if text.count(old) != 1:
             report.append(f"warning: {path}: {old!r} found {text.count(old)} times; not reworded")
             continue
@@ -488,23 +495,28 @@ def top_headings(path: str, lines: list[str]) -> tuple[str, list[tuple[str, str]
     return title, subs
 
 
-def insert_headings(out: Out) -> None:
-    """INSERTED_HEADINGS: a `## ` heading before the paragraph that introduces a table."""
+def insert_headings(out: Out, report: list[str]) -> None:
+    """INSERTED_HEADINGS for one file: a `## ` heading before a paragraph or a table."""
     for file, pattern, title in INSERTED_HEADINGS:
         if file != out.path:
             continue
         mask = code_mask(out.lines)
-        row = next((i for i, l in enumerate(out.lines) if not mask[i] and re.match(pattern, l)), None)
-        if row is None:
-            raise SplitError(f"{file}: no table row matches {pattern!r} for the heading {title!r}")
-        at = row
-        while at > 0 and out.lines[at - 1].strip():  # the table's own lines, then the paragraph
+        line = next((i for i, l in enumerate(out.lines) if not mask[i] and re.match(pattern, l)), None)
+        if line is None:
+            report.append(f"warning: {file}: no line matches {pattern!r}; no heading {title!r}")
+            continue
+        at = line
+        is_table = out.lines[line].startswith("|")
+        while at > 0 and out.lines[at - 1].strip() and not mask[at - 1] and not HEADING.match(out.lines[at - 1]):
+            if is_table and not out.lines[at - 1].startswith("|"):
+                break
             at -= 1
-        if at >= 2 and not out.lines[at - 1].strip() and not HEADING.match(out.lines[at - 2]):
-            para = at - 1
-            while para > 0 and out.lines[para - 1].strip() and not HEADING.match(out.lines[para - 1]):
-                para -= 1
-            at = para
+        if is_table and at >= 2 and not out.lines[at - 1].strip() and not mask[at - 2]:
+            intro = at - 1
+            while intro > 0 and out.lines[intro - 1].strip() and not mask[intro - 1] and not HEADING.match(out.lines[intro - 1]):
+                intro -= 1
+            if intro < at - 1 and out.lines[at - 2].rstrip().endswith(":"):
+                at = intro
         out.lines[at:at] = ["## " + title, ""]
         out.keys = {(k + 2 if k >= at else k): v for k, v in out.keys.items()}
         out.keys[at] = f"i:{title}"
@@ -556,7 +568,7 @@ def split(text: str, other_markdown: dict[str, str]) -> tuple[dict[str, str], li
             else:
                 level = 2
             place_section(out, s, level)
-        insert_headings(out)
+        insert_headings(out, report)
         report.append(f"{path}: " + ", ".join(("#" * s.level) + " " + s.title for s in mine))
 
     # The README: preamble, contents, kept sections and stand-ins, in README order.

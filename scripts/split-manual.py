@@ -206,6 +206,15 @@ REWORDS: list[tuple[str, str, str]] = [
     ),
 ]
 
+# The changelog's line for the split itself, added under the first unreleased version.
+CHANGELOG_UNRELEASED = re.compile(r"^- \d+\.\d+\.\d+ \(unreleased\):$")
+CHANGELOG_ENTRY = """\
+  - **Changed** the manual is split into chapters (issue 40): README.md keeps what the gateway does,
+    the quick start, how a request flows, the error catalogue and short configuration, operating and
+    deploying sections, and links to `docs/`: one chapter per file, each with a contents table, a
+    glossary (`docs/glossary.md`) and a troubleshooting guide (`docs/troubleshooting.md`); the
+    changelog is `CHANGELOG.md`."""
+
 HEADING = re.compile(r"^(#{1,6}) (.*?)\s*$")
 FENCE = re.compile(r"^\s*(`{3,}|~{3,})")
 LINK = re.compile(r"\]\(([^)\s]*)\)")
@@ -603,6 +612,14 @@ def split(text: str, other_markdown: dict[str, str]) -> tuple[dict[str, str], li
     if missing_stubs:
         report.append(f"warning: no `## ` section for the stand-ins {missing_stubs}")
     report.append("README.md keeps: " + ", ".join(kept))
+
+    # The changelog's line for this split.
+    log = outs["CHANGELOG.md"].lines
+    at = next((i for i, l in enumerate(log) if CHANGELOG_UNRELEASED.match(l)), None)
+    if at is None:
+        report.append("warning: CHANGELOG.md has no `- X.Y.Z (unreleased):` line; the split's entry is not added")
+    else:
+        log[at + 1 : at + 1] = CHANGELOG_ENTRY.split("\n")
 
     # Where every README anchor is now.
     placed: dict[str, tuple[str, str | None]] = {}

@@ -199,6 +199,8 @@ REWORDS: list[tuple[str, str, str]] = [
         "(standalone, Sentinel or Cluster; see above)",
         "(standalone, Sentinel or Cluster; see [Running several replicas](#running-several-replicas-redis-sentinel-cluster))",
     ),
+    (README, "the README's tables are checked against it", "the manual's tables are checked against it"),
+    (README, "It also checks that this README quotes the file verbatim:", "It also checks that this chapter quotes the file verbatim:"),
     (
         "test/bench/README.md",
         "The repository's [README](../../README.md#performance) keeps",

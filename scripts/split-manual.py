@@ -27,7 +27,11 @@ What it does, deterministically (the same README gives the same files, byte for 
    kept sections (STUBS), and a contents table that links into every docs/ chapter.
 
 It refuses to run on a README.md it has already split (the marker comment below), and fails on a
-link to a heading that does not exist. Hand-written files (docs/glossary.md,
+link to a heading that does not exist. Lines starting "warning:" in its report name what it could
+not do (a REWORDS text or an INSERTED_HEADINGS line not found): read them, then run
+`npx vitest run test/repository/`, which checks every link, anchor and contents table, that every
+configuration key, error code and metric is still documented, and that README.md is at most 600
+lines. Hand-written files (docs/glossary.md,
 docs/troubleshooting.md) are never written; they are linked from the contents.
 """
 
@@ -775,6 +779,7 @@ def main() -> int:
         with open(full, "w", encoding="utf-8") as f:
             f.write(content)
         print(f"wrote {path}: {content.count(chr(10))} lines")
+    print("next: npx vitest run test/repository/ (links, anchors, contents, keys, codes, metrics, length)")
     return 0
 
 

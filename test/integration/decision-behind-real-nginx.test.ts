@@ -1,7 +1,7 @@
 /**
  * SPEC §23 with a real nginx (Debian's, /usr/sbin/nginx, with ngx_http_auth_request_module) in
- * front: `config/edge/nginx-auth-request.conf`, the very file the README quotes, with its three
- * addresses pointed at this test's gateway, service and a free port. Clients through nginx see what
+ * front: `config/edge/nginx-auth-request.conf`, the very file the manual quotes (docs/edge-proxy.md),
+ * with its three addresses pointed at this test's gateway, service and a free port. Clients through nginx see what
  * they would see through the gateway itself (statuses, JSON bodies, `X-RateLimit-*`, `Retry-After`,
  * `WWW-Authenticate`), and the service receives the identity headers, never a client's copies.
  *
@@ -19,6 +19,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { freePorts } from "../helpers/child-gateway.js";
 import { startGateway, testConfig, type TestGateway } from "../helpers/gateway.js";
 import { closeServer, listen, request, type TestResponse } from "../helpers/http.js";
+import { manualFiles } from "../helpers/manual.js";
 
 const NGINX = "/usr/sbin/nginx";
 const CONF = fileURLToPath(new URL("../../config/edge/nginx-auth-request.conf", import.meta.url));
@@ -243,9 +244,13 @@ describe.skipIf(!hasNginx)("through nginx auth_request", () => {
   });
 });
 
-describe("the README", () => {
+describe("the manual", () => {
   it("quotes config/edge/nginx-auth-request.conf verbatim", () => {
-    const readme = readFileSync(fileURLToPath(new URL("../../README.md", import.meta.url)), "utf8");
-    expect(readme).toContain("```nginx\n" + readFileSync(CONF, "utf8") + "```\n");
+    const quoted = "```nginx\n" + readFileSync(CONF, "utf8") + "```\n";
+    expect(
+      manualFiles()
+        .filter((f) => f.text.includes(quoted))
+        .map((f) => f.path),
+    ).toHaveLength(1);
   });
 });

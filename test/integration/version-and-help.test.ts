@@ -1,10 +1,10 @@
 /**
  * One version everywhere (SPEC §20): `gateway --version` and `gateway version` print it
- * alone on stdout; it is package.json's, the latest in the README's changelog, the Kubernetes image
+ * alone on stdout; it is package.json's, the latest in the changelog (CHANGELOG.md), the Kubernetes image
  * tag's (test/repository/image-and-manifests-agree.test.ts) and the `version` label of
  * `gateway_build_info`. `gateway help` prints the usage and exits 0 without asking for a file.
  */
-import { readFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { REPO_ROOT } from "../helpers/child-gateway.js";
 import { runGateway } from "../helpers/gateway-command.js";
@@ -20,9 +20,12 @@ beforeAll(async () => {
 afterAll(() => gw.close());
 
 describe("the version", () => {
-  it("is the latest one in the README's changelog", () => {
+  it("is the latest one in the changelog", () => {
+    // CHANGELOG.md since the manual was split (issue 40); before, the README's last section.
     const readme = readFileSync(`${REPO_ROOT}/README.md`, "utf8");
-    const changelog = readme.slice(readme.indexOf("\n## Changelog"));
+    const changelog = existsSync(`${REPO_ROOT}/CHANGELOG.md`)
+      ? readFileSync(`${REPO_ROOT}/CHANGELOG.md`, "utf8")
+      : readme.slice(readme.indexOf("\n## Changelog"));
     const latest = /^- (\d+\.\d+\.\d+)\b/m.exec(changelog)?.[1];
     expect(latest).toBe(pkg.version);
   });

@@ -3,21 +3,21 @@
  * the behaviour itself, so the manual cannot drift from it again: a request Node's parser refuses
  * carries the rate-limit headers and is counted and logged; a duplicate `Host` is refused with 400
  * `bad_host`; the API listener speaks TLS (and HTTP/2) when `listen.tls` is set. Each test asserts
- * the behaviour on a real gateway, then that no README sentence says otherwise.
+ * the behaviour on a real gateway, then that no sentence of the manual (README.md, docs/*.md and
+ * CHANGELOG.md, issue 40) says otherwise.
  */
-import { readFileSync } from "node:fs";
 import https from "node:https";
 import type { Server } from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { REPO_ROOT } from "../helpers/child-gateway.js";
 import { startGateway, testConfig, type TestGateway } from "../helpers/gateway.js";
 import { closeServer, listen, rawRequest } from "../helpers/http.js";
 import { scrape } from "../helpers/prom.js";
 import { createPki, type TestPki } from "../helpers/tls.js";
+import { manualFiles } from "../helpers/manual.js";
 
-/** The README as one line per paragraph (wrapped lines joined), so a claim is found whole. */
-const paragraphs = readFileSync(`${REPO_ROOT}/README.md`, "utf8")
-  .split(/\n\s*\n/)
+/** The manual as one line per paragraph (wrapped lines joined), so a claim is found whole. */
+const paragraphs = manualFiles()
+  .flatMap((f) => f.text.split(/\n\s*\n/))
   .map((p) => p.replace(/\s*\n\s*/g, " "));
 const saying = (pattern: RegExp): string[] => paragraphs.filter((p) => pattern.test(p));
 
@@ -51,7 +51,7 @@ const statusAndHeaders = (raw: string) => ({
   head: raw.split("\r\n\r\n")[0]!.toLowerCase(),
 });
 
-describe("the README says what the gateway does", () => {
+describe("the manual says what the gateway does", () => {
   it("a request the parser refuses gets the rate-limit headers, a metric and an access line", async () => {
     const raw = await rawRequest(
       plain.apiPort,

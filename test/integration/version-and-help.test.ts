@@ -21,7 +21,7 @@ afterAll(() => gw.close());
 
 describe("the version", () => {
   it("is the latest one in the changelog", () => {
-    // CHANGELOG.md since the manual was split (issue 40); before, the README's last section.
+    // CHANGELOG.md since the manual was split; before, the README's last section.
     const readme = readFileSync(`${REPO_ROOT}/README.md`, "utf8");
     const changelog = existsSync(`${REPO_ROOT}/CHANGELOG.md`)
       ? readFileSync(`${REPO_ROOT}/CHANGELOG.md`, "utf8")

@@ -265,6 +265,8 @@ async function main(): Promise<void> {
   for (const [id, times] of posts)
     if (times > 1) losses.push(`POST ${id} reached the instances ${times} times`);
   const used = await countedInRedis(replicas, auth("counted-token"));
+  // A counted call cut by the kill was counted before it was proxied: it is a call made too.
+  for (const [key, s] of stats) if (key.endsWith("\tcounted")) counted += s.asked;
   if (used !== counted) losses.push(`counted caller: ${counted} calls made, Redis says ${used}`);
   console.log("\nphase\tkind\tok\tlost\tasked for (cut by the kill)");
   for (const [key, s] of stats) console.log(`${key}\t${s.ok}\t${s.lost}\t${s.asked}`);

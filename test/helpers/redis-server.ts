@@ -49,6 +49,15 @@ const rangeBase = RANGE_START + rangeSlot() * RANGE_SIZE;
 let nextOffset = Math.floor(Math.random() * RANGE_SIZE);
 
 /**
+ * The unprivileged ports the Fetch standard's "bad port" list blocks (fetch.spec.whatwg.org, port
+ * blocking; undici's `badPorts`): a test server on one is unreachable with `fetch` ("bad port").
+ */
+const FETCH_BAD_PORTS: ReadonlySet<number> = new Set([
+  1719, 1720, 1723, 2049, 3659, 4045, 4190, 5060, 5061, 6000, 6566, 6665, 6666, 6667, 6668, 6669, 6679, 6697,
+  10080,
+]);
+
+/**
  * Resolves with a port nothing listens on (and, with `busOffset` ≤ 10000, port + offset free too).
  * Ports come from a range below the kernel's ephemeral ports, one range per vitest worker, handed
  * out in turn: a port listen(0) picked and released could be taken by a parallel test's server or
@@ -58,6 +67,7 @@ let nextOffset = Math.floor(Math.random() * RANGE_SIZE);
 export async function freePort(busOffset = 0): Promise<number> {
   for (let tries = 0; tries < RANGE_SIZE; tries++) {
     const port = rangeBase + (nextOffset++ % RANGE_SIZE);
+    if (FETCH_BAD_PORTS.has(port)) continue;
     if ((await isFree(port)) && (busOffset === 0 || (await isFree(port + busOffset)))) return port;
   }
   throw new Error(`no free port in ${rangeBase}-${rangeBase + RANGE_SIZE - 1}`);

@@ -45,6 +45,13 @@ export class Upstream {
   /** Null for one endpoint: nothing to choose. */
   private readonly balancer: Balancer | null;
   private readonly outliers: OutlierDetector | null;
+  /**
+   * The upstream a reload replaced this one with, or null: it owns the ejection of the endpoints it
+   * took over, so the reports of this one's calls still in flight go to its detector.
+   */
+  private successor: Upstream | null = null;
+  /** The upstream this one replaces, told it has a successor when this one's reload commits. */
+  private predecessor: Upstream | null = null;
   /** Endpoints ejected now (their return is checked on pick only while there are some). */
   private ejectedCount = 0;
   /**
@@ -110,12 +117,13 @@ export class Upstream {
   }
 
   /**
-   * Applies the settings read per call, when the configuration that names them commits (never
-   * while it is only prepared): the upstream's `timeout_ms`, `max_in_flight`,
-   * `adaptive_concurrency`, `retry_budget` and the `load_shedding` block. Calls already admitted
-   * stay counted.
+   * Applies the per-call settings when their configuration commits (never while it is only
+   * prepared): `timeout_ms`, `max_in_flight`, `adaptive_concurrency`, `retry_budget`,
+   * `load_shedding`; admitted calls stay counted, and a replaced upstream learns its successor.
    */
   apply(cfg: UpstreamConfig, shedding: LoadSheddingConfig | undefined): void {
+    if (this.predecessor !== null) this.predecessor.successor = this;
+    this.predecessor = null;
     for (const e of this.endpoints) {
       e.timeouts.timeoutMs = cfg.timeout_ms;
       e.timeouts.connectTimeoutMs = cfg.connect_timeout_ms;
@@ -175,7 +183,7 @@ export class Upstream {
    */
   answered(endpoint: Endpoint, status: number, startedMs: number): void {
     endpoint.metrics.duration.observe((this.deps.nowMs() - startedMs) / 1000);
-    const o = this.outliers;
+    const o = this.outliersOf(endpoint);
     if (o === null) return;
     if (isGatewayFailure(status)) o.failure(endpoint.index);
     else o.success(endpoint.index);
@@ -185,7 +193,7 @@ export class Upstream {
   failed(endpoint: Endpoint, reason: UpstreamErrorReason): void {
     this.deps.metrics.upstreamErrors.inc({ upstream: this.name, reason });
     endpoint.metrics.errors[reason].inc();
-    this.outliers?.failure(endpoint.index);
+    this.outliersOf(endpoint)?.failure(endpoint.index);
   }
 
   /**
@@ -249,8 +257,16 @@ export class Upstream {
     return new Admission(this.name, max, adaptive, this.deps.nowMs, this.deps.metrics.pool.overloaded);
   }
 
+  /** The detector that owns `e`'s ejection: this upstream's, or its successor's once it took `e` over. */
+  private outliersOf(e: Endpoint): OutlierDetector | null {
+    const next = this.successor;
+    if (next === null) return this.outliers;
+    return next.endpoints[e.index] === e ? next.outliersOf(e) : null;
+  }
+
   /** Endpoint `i`, taken over from `previous`, keeps its ejection (its detector's state). */
   private takeOver(i: number, previous: Upstream): void {
+    this.predecessor = previous; // never written into the live upstream before the reload commits
     const e = this.endpoints[i]!;
     if (this.outliers !== null && previous.outliers !== null) this.outliers.carry(i, previous.outliers);
     else if (e.ejected) {

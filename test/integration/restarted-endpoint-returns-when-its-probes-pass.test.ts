@@ -3,9 +3,13 @@
  * down (a restarted instance); it returns once `healthy_threshold` probes pass, whatever remains of
  * its ejection. One whose probes kept passing while its calls failed serves its ejection out.
  */
+import { mkdtempSync, writeFileSync } from "node:fs";
 import http from "node:http";
 import type { Socket } from "node:net";
+import { tmpdir } from "node:os";
+import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
+import { stringify } from "yaml";
 import { startGateway, testConfig, type TestGateway } from "../helpers/gateway.js";
 import { freePort } from "../helpers/redis-server.js";
 import { request } from "../helpers/http.js";
@@ -42,31 +46,47 @@ function instance(name: string, port: number) {
   return { state, start, stop, url: `http://127.0.0.1:${port}` };
 }
 
-async function gatewayFor(urls: string[]): Promise<TestGateway> {
-  const gw = await startGateway(
-    testConfig(urls[0]!, {
-      upstreams: {
-        docs: {
-          endpoints: urls.map((url) => ({ url })),
-          timeout_ms: 2_000,
-          outlier_detection: { consecutive_failures: 2, base_ejection_ms: 60_000 },
-          health_check: {
-            path: "/health",
-            interval_ms: 100,
-            timeout_ms: 100,
-            healthy_threshold: 1,
-            unhealthy_threshold: 1,
-          },
+function configFor(urls: string[]): Record<string, unknown> {
+  return testConfig(urls[0]!, {
+    upstreams: {
+      docs: {
+        endpoints: urls.map((url) => ({ url })),
+        timeout_ms: 2_000,
+        outlier_detection: { consecutive_failures: 2, base_ejection_ms: 60_000 },
+        health_check: {
+          path: "/health",
+          interval_ms: 100,
+          timeout_ms: 100,
+          healthy_threshold: 1,
+          unhealthy_threshold: 1,
         },
       },
-      rate_limits: {
-        classes: { read: { match: { methods: ["GET"] }, windows: [{ limit: 100_000, window_s: 60 }] } },
-        anonymous: { windows: [{ limit: 100, window_s: 60 }] },
-      },
-    }),
-  );
+    },
+    rate_limits: {
+      classes: { read: { match: { methods: ["GET"] }, windows: [{ limit: 100_000, window_s: 60 }] } },
+      anonymous: { windows: [{ limit: 100, window_s: 60 }] },
+    },
+  });
+}
+
+async function gatewayFor(urls: string[]): Promise<TestGateway> {
+  const gw = await startGateway(configFor(urls));
   closers.push(() => gw.close());
   return gw;
+}
+
+/** Instances a and b behind a gateway, b ejected by two 502s to calls while its probes pass. */
+async function withBEjected() {
+  const a = instance("a", await freePort());
+  const b = instance("b", await freePort());
+  await a.start();
+  await b.start();
+  const gw = await gatewayFor([a.url, b.url]);
+  b.state.failing = true;
+  for (let i = 0; i < 6; i++) await request(`${gw.url}/v1/x`, { headers: AUTH });
+  const bName = `127.0.0.1:${new URL(b.url).port}`;
+  expect(await ejected(gw, bName)).toBe(true);
+  return { a, b, gw, bName };
 }
 
 async function ejected(gw: TestGateway, endpoint: string): Promise<boolean> {
@@ -78,15 +98,7 @@ async function ejected(gw: TestGateway, endpoint: string): Promise<boolean> {
 
 describe("an ejected endpoint", () => {
   it("that was down returns as soon as its probes pass again, long before its 60 s ejection ends", async () => {
-    const a = instance("a", await freePort());
-    const b = instance("b", await freePort());
-    await a.start();
-    await b.start();
-    const gw = await gatewayFor([a.url, b.url]);
-    // b answers 502 to calls (its probes still pass): ejected after two failures.
-    b.state.failing = true;
-    for (let i = 0; i < 6; i++) await request(`${gw.url}/v1/x`, { headers: AUTH });
-    expect(await ejected(gw, `127.0.0.1:${new URL(b.url).port}`)).toBe(true);
+    const { b, gw, bName } = await withBEjected();
     // Then it goes down (its probes fail) and comes back healthy, as a restarted instance does.
     b.stop();
     await new Promise((r) => setTimeout(r, 500));
@@ -98,17 +110,11 @@ describe("an ejected endpoint", () => {
       await request(`${gw.url}/v1/x`, { headers: AUTH });
     }
     expect(b.state.served).toBeGreaterThan(0);
-    expect(await ejected(gw, `127.0.0.1:${new URL(b.url).port}`)).toBe(false);
+    expect(await ejected(gw, bName)).toBe(false);
   });
 
   it("whose probes kept passing serves its ejection out", async () => {
-    const a = instance("a", await freePort());
-    const b = instance("b", await freePort());
-    await a.start();
-    await b.start();
-    const gw = await gatewayFor([a.url, b.url]);
-    b.state.failing = true;
-    for (let i = 0; i < 6; i++) await request(`${gw.url}/v1/x`, { headers: AUTH });
+    const { b, gw, bName } = await withBEjected();
     b.state.failing = false;
     b.state.served = 0;
     // A second of probes passing: still ejected, no call reaches it.
@@ -117,6 +123,21 @@ describe("an ejected endpoint", () => {
       await new Promise((r) => setTimeout(r, 50));
     }
     expect(b.state.served).toBe(0);
-    expect(await ejected(gw, `127.0.0.1:${new URL(b.url).port}`)).toBe(true);
+    expect(await ejected(gw, bName)).toBe(true);
+  });
+
+  it("stays ejected across a reload that keeps it by name in a changed upstream (SPEC §7)", async () => {
+    const { a, b, gw, bName } = await withBEjected();
+    b.state.failing = false;
+    b.state.served = 0;
+    const c = instance("c", await freePort());
+    await c.start();
+    const file = path.join(mkdtempSync(path.join(tmpdir(), "gw-ejected-reload-")), "gateway.yaml");
+    writeFileSync(file, stringify(configFor([a.url, b.url, c.url])));
+    expect(await gw.gateway.reload(file)).toBe(true);
+    for (let i = 0; i < 12; i++) await request(`${gw.url}/v1/x`, { headers: AUTH });
+    expect(b.state.served).toBe(0);
+    expect(c.state.served).toBeGreaterThan(0);
+    expect(await ejected(gw, bName)).toBe(true);
   });
 });

@@ -53,6 +53,11 @@ export class LoopStall {
 
   private arm(now: Milliseconds): void {
     this.lastTickMs = now;
+    // From the tick itself the fired timer is re-armed (refresh), not a new one made every 2 ms.
+    if (this.timer !== null) {
+      this.timer.refresh();
+      return;
+    }
     this.timer = setTimeout(this.tick, LOOP_TICK_MS);
     this.timer.unref();
   }

@@ -92,7 +92,12 @@ describe("a caller over its limit", () => {
     const metrics = await scrape(gw.adminUrl);
     expect(metrics.value("gateway_ratelimit_local_rejections_total", { class: "read" })).toBe(26);
     expect(
-      metrics.value("gateway_ratelimit_decisions_total", { class: "read", plan: "none", outcome: "limited" }),
+      metrics.value("gateway_ratelimit_decisions_total", {
+        class: "read",
+        plan: "none",
+        outcome: "limited",
+        window: "2s",
+      }),
     ).toBe(26);
 
     // What Redis itself answers now: a gateway with an empty cache on the same keys, asked in the

@@ -12,6 +12,7 @@ import type { GatewayConfig } from "./schema.js";
 export function namedFiles(config: GatewayConfig, baseDir: string): string[] {
   const files = [
     config.auth.static?.tokens_file,
+    config.admin.token_file,
     config.listen.tls?.cert_file,
     config.listen.tls?.key_file,
     config.listen.tls?.client_ca_file,

@@ -54,7 +54,17 @@ const listenSchema = listenerSchema(8080).extend({
 /** The YAML document's shape, with defaults applied (SPEC §7). */
 export const gatewayConfigSchema = z.strictObject({
   listen: listenSchema.prefault({}),
-  admin: listenerSchema(9090).prefault({}),
+  admin: listenerSchema(9090)
+    .extend({
+      token_file: z
+        .string()
+        .min(1)
+        .optional()
+        .describe(
+          "File holding the admin Bearer token (one line) that enables /usage and /overrides (SPEC §21); re-read on reload. Without it those paths answer 404.",
+        ),
+    })
+    .prefault({}),
   trust_proxy: nonNegativeInt.default(0).describe("X-Forwarded-For hops to trust for the client IP."),
   workers: workersSchema,
   reload: reloadSchema,

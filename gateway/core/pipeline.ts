@@ -110,8 +110,11 @@ export class Pipeline {
     const choice = rt.policies.resolver.resolve(info);
     if (choice.claimUnknown) this.hot.planClaimUnknown();
     const plan = choice.plan;
-    const policy = plan.byClass.get(className)!;
-    const identity = identityOf(info, policy.identity, scope.tokenHash);
+    const classPolicy = plan.byClass.get(className)!;
+    const identity = identityOf(info, classPolicy.identity, scope.tokenHash);
+    // SPEC §21: an identity's override replaces its plan's windows (a map lookup, no round trip).
+    const overrides = rt.limiter.usage.overrides;
+    const policy = overrides.apply(classPolicy, identity.key, rt.clock, rt.policies.offsetMs);
     scope.identity = identity.value;
     scope.identityKey = identity.key;
     scope.budgets = budgetKeysOf(info, policy);
@@ -253,19 +256,17 @@ export class Pipeline {
     info: TokenInfo,
     plan: PlanPolicies,
   ): Promise<Outcome> {
-    const limiter = scope.runtime.limiter.limiter;
-    const entries = [...plan.byClass.values()];
+    const rt = scope.runtime;
+    const limiter = rt.limiter.limiter;
+    const overrides = rt.limiter.usage.overrides;
+    const keys = [...plan.byClass.values()].map((p) => identityOf(info, p.identity, scope.tokenHash).key);
+    const entries = [...plan.byClass.values()].map((p, i) =>
+      overrides.apply(p, keys[i]!, rt.clock, rt.policies.offsetMs),
+    );
     let decisions: Decision[];
     try {
       decisions = await Promise.all(
-        entries.map((p) =>
-          limiter.peek(
-            identityOf(info, p.identity, scope.tokenHash).key,
-            p,
-            scope.trace,
-            budgetKeysOf(info, p),
-          ),
-        ),
+        entries.map((p, i) => limiter.peek(keys[i]!, p, scope.trace, budgetKeysOf(info, p))),
       );
     } catch (err) {
       this.logger.debug({ err, reqId: scope.requestId }, "limit store call failed");

@@ -4,6 +4,9 @@
  * limiter, the authenticators and the upstream clients survive a reload when their settings did
  * not change, so counts, cached tokens and pooled connections are not lost.
  */
+import { createHash } from "node:crypto";
+import { readFileSync } from "node:fs";
+import path from "node:path";
 import type { Logger } from "pino";
 import { CachedIntrospection, type Authenticator } from "../auth/authenticator.js";
 import { AuthenticatorChain } from "../auth/chain.js";
@@ -82,6 +85,11 @@ export interface Runtime {
   readonly cors: CorsPolicy | null;
   /** Tracing (SPEC §13), or null when no endpoint is configured: then no request allocates a span. */
   readonly tracing: Tracing | null;
+  /**
+   * SHA-256 of the admin token read from `admin.token_file` (SPEC §21), or null without one (then
+   * `/usage` and `/overrides` answer 404). Read at every load, so a reload picks up a new token.
+   */
+  readonly adminTokenDigest: Buffer | null;
 }
 
 /**
@@ -155,6 +163,7 @@ export function buildRuntime(config: GatewayConfig, deps: RuntimeDeps, previous?
       endpointsOf(u).map((e) => upstreamTls(name, u, e.url, deps.baseDir)),
     );
   }
+  const adminTokenDigest = readAdminToken(config, deps.baseDir);
   const auth = keepAuth
     ? previous.auth
     : new AuthenticatorChain(authenticatorsOf(config, deps), config.auth.schemes);
@@ -168,6 +177,10 @@ export function buildRuntime(config: GatewayConfig, deps: RuntimeDeps, previous?
       before !== undefined && keepsUpstream(previous!.config.upstreams[name]!, u, before, tls.get(name)!);
     upstreams.set(name, keep ? before : new Upstream(name, u, tls.get(name)!, upstreamDeps, before));
   }
+  const limiter = keepLimiter ? previous.limiter : createLimiter(config, deps);
+  // A memory store's overrides live only in this process (SPEC §21): a new store keeps them.
+  if (previous !== undefined && limiter !== previous.limiter)
+    limiter.usage.overrides.replace(previous.limiter.usage.overrides.list(deps.clock.nowMs()));
   // The first configuration is live at once; a reload's, when it commits (activateRuntime).
   if (previous === undefined) activateRuntime({ config, upstreams });
   return {
@@ -193,7 +206,7 @@ export function buildRuntime(config: GatewayConfig, deps: RuntimeDeps, previous?
       trustProxy: config.trust_proxy,
     },
     auth,
-    limiter: keepLimiter ? previous.limiter : createLimiter(config, deps),
+    limiter,
     cors: config.cors === undefined ? null : new CorsPolicy(config.cors, config.headers.ietf),
     tracing:
       traceSettings === null
@@ -201,7 +214,27 @@ export function buildRuntime(config: GatewayConfig, deps: RuntimeDeps, previous?
         : kept !== null && same(kept.settings, traceSettings)
           ? kept
           : new Tracing(traceSettings, metricOutcomes(deps.metrics), VERSION),
+    adminTokenDigest,
   };
+}
+
+/**
+ * The digest of the token in `admin.token_file` (its first line, trimmed), or null without one.
+ * @throws Error naming the key when the file cannot be read or holds no token
+ */
+function readAdminToken(config: GatewayConfig, baseDir: string): Buffer | null {
+  const file = config.admin.token_file;
+  if (file === undefined) return null;
+  let token: string;
+  try {
+    token = (readFileSync(path.resolve(baseDir, file), "utf8").split(/\r?\n/)[0] ?? "").trim();
+  } catch (err) {
+    throw new Error(
+      `admin.token_file: cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? "error"}`,
+    );
+  }
+  if (token === "") throw new Error(`admin.token_file: ${file} holds no token on its first line`);
+  return createHash("sha256").update(token).digest();
 }
 
 /**
@@ -239,7 +272,10 @@ export async function releaseRuntime(old: Runtime, live: readonly Runtime[] = []
   for (const rt of live) for (const u of rt.upstreams.values()) for (const e of u.endpoints) inUse.add(e);
   for (const u of old.upstreams.values()) for (const e of u.endpoints) if (!inUse.has(e)) e.close();
   if (!live.some((rt) => rt.auth === old.auth)) await old.auth.close();
-  if (!live.some((rt) => rt.limiter === old.limiter)) await old.limiter.limiter.close();
+  if (!live.some((rt) => rt.limiter === old.limiter)) {
+    old.limiter.usage.close();
+    await old.limiter.limiter.close();
+  }
   // Flushes the spans still queued (bounded: a dead collector does not hold the shutdown).
   if (old.tracing !== null && !live.some((rt) => rt.tracing === old.tracing)) await old.tracing.shutdown();
 }

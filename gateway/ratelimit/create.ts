@@ -14,6 +14,10 @@ import { hasCalendarWindows, warnIfVolatile } from "./redis-persistence.js";
 import { RedisStore } from "./redis-store.js";
 import { RejectionCache } from "./rejection-cache.js";
 import { SpentQuotas } from "./spent-quotas.js";
+import { MemoryAdminStore } from "./admin-store.js";
+import { Overrides } from "./overrides.js";
+import { RedisAdminStore } from "./redis-admin-store.js";
+import { UsageControl } from "./usage-control.js";
 
 /** Dependencies of {@link createLimiter}. */
 export interface LimiterDeps {
@@ -22,11 +26,20 @@ export interface LimiterDeps {
   logger: Logger;
   /** Time between Redis probes during an outage (ms). @default 1000 */
   probeIntervalMs?: number;
+  /** Time between polls of the store's usage changes (ms, SPEC §21). @default 400 */
+  usagePollMs?: number;
 }
 
 /** A limiter plus its readiness (for `/readyz`). */
 export interface LimiterHandle {
   limiter: Limiter;
+  /**
+   * The store without the rejection cache (the failover wrapper, or the memory store): what usage
+   * reads peek (SPEC §21), so they never disturb the cache's entries.
+   */
+  store: Limiter;
+  /** Overrides and resets (SPEC §21); the caller closes it with the limiter. */
+  usage: UsageControl;
   /** True when the store answers or the gateway is failing open (SPEC §8 `/readyz`). */
   ready(): boolean;
   /**
@@ -47,7 +60,14 @@ export function createLimiter(config: GatewayConfig, deps: LimiterDeps): Limiter
   const redis = rl.store.redis;
   if (redis === undefined) {
     const memory = new MemoryStore({ clock: deps.clock, maxKeys: rl.memory.max_keys });
-    return { limiter: memory, ready: () => true, started: () => Promise.resolve() };
+    const overrides = new Overrides();
+    const usage = new UsageControl({
+      store: new MemoryAdminStore(overrides, memory, () => deps.clock.nowMs()),
+      overrides,
+      cache: null,
+      logger: deps.logger,
+    });
+    return { limiter: memory, store: memory, usage, ready: () => true, started: () => Promise.resolve() };
   }
   const store = new RedisStore({ redis, logger: deps.logger });
   const failover = new FailoverLimiter({
@@ -85,5 +105,24 @@ export function createLimiter(config: GatewayConfig, deps: LimiterDeps): Limiter
     metrics: deps.metrics,
     monotonicMs: () => deps.clock.monotonicMs(),
   });
-  return { limiter, ready: () => open || failover.healthy, started: () => store.started() };
+  // SPEC §21: overrides and resets reach every replica by a poll of the store's change counter.
+  const usage = new UsageControl({
+    store: new RedisAdminStore(
+      store.client,
+      `${redis.key_prefix}:`,
+      Math.max(1000, redis.command_timeout_ms),
+    ),
+    overrides: new Overrides(),
+    cache: limiter,
+    logger: deps.logger,
+    ...(deps.usagePollMs === undefined ? {} : { intervalMs: deps.usagePollMs }),
+  });
+  usage.start();
+  return {
+    limiter,
+    store: failover,
+    usage,
+    ready: () => open || failover.healthy,
+    started: () => store.started(),
+  };
 }

@@ -87,6 +87,13 @@ export class MemoryStore implements Limiter {
     return Promise.resolve();
   }
 
+  /**
+   * Drops the windows under `keys` (`callKey` form, no prefix): a usage reset (SPEC §21).
+   */
+  forget(keys: readonly string[]): void {
+    for (const k of keys) this.states.delete(k);
+  }
+
   /** Number of windows held (for tests and metrics). */
   get size(): number {
     return this.states.size;

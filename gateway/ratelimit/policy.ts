@@ -114,6 +114,8 @@ export interface PolicySet {
   readonly plans: ReadonlyMap<string, PlanPolicies>;
   /** Picks a caller's plan: consumers, then `plan_claim`, then `default_plan`, else no plan. */
   readonly resolver: PlanResolver<PlanPolicies>;
+  /** `rate_limits.quota_utc_offset` (ms east of UTC): calendar windows of overrides (SPEC §21). */
+  readonly offsetMs: number;
 }
 
 type Windows = GatewayConfig["rate_limits"]["anonymous"]["windows"];
@@ -122,7 +124,7 @@ type PlanEntry = GatewayConfig["rate_limits"]["plans"][string][string];
 /**
  * @param offsetMs - `rate_limits.quota_utc_offset` (ms east of UTC), for calendar windows
  */
-function windowsOf(ws: Windows, offsetMs: number): WindowSpec[] {
+export function windowsOf(ws: Windows, offsetMs: number): WindowSpec[] {
   return ws.map((w) =>
     Object.freeze(
       w.period === undefined
@@ -273,5 +275,6 @@ export function compilePolicies(config: GatewayConfig): PolicySet {
     guard,
     plans,
     resolver: new PlanResolver(plans, rl.consumers, rl.plan_claim, fallback),
+    offsetMs,
   };
 }

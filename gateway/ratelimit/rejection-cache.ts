@@ -157,6 +157,21 @@ export class RejectionCache implements Limiter {
     return this.inner.charge(identityKey, policy, units, budgets);
   }
 
+  /**
+   * Drops what is remembered of `identity` (its own entries and those naming it as a budget), or
+   * everything with null: its counts were reset or its limits overridden (SPEC §21), so its next
+   * call must ask the store. Walks the entries: for admin changes, never on the request path.
+   */
+  forget(identity: string | null): void {
+    if (identity === null) return this.entries.clear();
+    const stale: string[] = [];
+    for (const id of this.entries.keys()) {
+      const parts = id.split("\n");
+      if (parts.indexOf(identity, 1) > 0) stale.push(id);
+    }
+    for (const id of stale) this.entries.delete(id);
+  }
+
   close(): Promise<void> {
     this.entries.clear();
     return this.inner.close();

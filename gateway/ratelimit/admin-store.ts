@@ -1,0 +1,69 @@
+/**
+ * Where usage operations (SPEC §21) keep what must outlive a call: the overrides, and the news of
+ * each change for the other replicas. Two implementations: in this process (the memory store:
+ * nothing to share) and in Redis (`redis-admin-store.ts`: a hash of overrides, a change counter
+ * and a short list of changes, polled by every replica off the request path).
+ */
+import type { MemoryStore } from "./memory-store.js";
+import type { Override, Overrides } from "./overrides.js";
+
+/** What changed since a version, as a replica learns it ({@link AdminStore.poll}). */
+export interface AdminNews {
+  /** The store's change counter now. */
+  version: number;
+  /**
+   * The identities whose counts were reset or whose override changed since the version asked
+   * about, or null when that is not known (too many changes, a restarted store): forget them all.
+   */
+  identities: string[] | null;
+  /** Every override the store holds (expired ones dropped). */
+  overrides: Override[];
+}
+
+/** A limit store's side for usage operations. */
+export interface AdminStore {
+  /** True when other replicas share the store (they learn of changes by {@link poll}). */
+  readonly shared: boolean;
+  /**
+   * Stores (or, with `next` null, removes) the override of `identity` and announces the change.
+   * @returns the override it replaced, or null
+   * @throws Error (as a rejection) when the store cannot answer
+   */
+  setOverride(identity: string, next: Override | null): Promise<Override | null>;
+  /**
+   * Deletes every key in `keys` (one identity's, so one Cluster slot) at once, then announces a
+   * reset of `identity`.
+   * @param keys - without the store's prefix (`{sub:alice}:read:60`)
+   * @throws Error (as a rejection) when the store cannot answer
+   */
+  deleteKeys(identity: string, keys: readonly string[]): Promise<void>;
+  /** The news since `version` (-1: everything), or null when nothing changed. */
+  poll(version: number): Promise<AdminNews | null>;
+}
+
+/** The memory store's side: the registry is the only copy, counts live in the store. */
+export class MemoryAdminStore implements AdminStore {
+  readonly shared = false;
+
+  constructor(
+    private readonly overrides: Overrides,
+    private readonly store: MemoryStore,
+    private readonly nowMs: () => number,
+  ) {}
+
+  setOverride(identity: string, next: Override | null): Promise<Override | null> {
+    const before = this.overrides.get(identity, this.nowMs()) ?? null;
+    if (next === null) this.overrides.delete(identity);
+    else this.overrides.set(next);
+    return Promise.resolve(before);
+  }
+
+  deleteKeys(_identity: string, keys: readonly string[]): Promise<void> {
+    this.store.forget(keys);
+    return Promise.resolve();
+  }
+
+  poll(): Promise<AdminNews | null> {
+    return Promise.resolve(null);
+  }
+}

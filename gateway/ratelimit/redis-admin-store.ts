@@ -1,0 +1,147 @@
+/**
+ * The Redis side of usage operations (SPEC §21), beside the limiter's keys under the same prefix:
+ *
+ * - `<prefix>:{admin}:overrides`: a hash, storage identity → the override as JSON;
+ * - `<prefix>:{admin}:version`: a counter raised by every reset and override change;
+ * - `<prefix>:{admin}:changes`: the identities of the latest changes, newest first, capped.
+ *
+ * The three share the hash tag `{admin}` (one Cluster slot; no identity key has it, since every
+ * identity's tag starts with its kind, `{sub:`), so each script touches one slot. Every replica
+ * polls the counter off the request path ({@link RedisAdminStore.poll}, one small `EVALSHA`), and
+ * only when it moved reads the changed identities and the overrides: the request path keeps its one
+ * round trip. Overrides survive gateway restarts and reloads with Redis; an override past its
+ * `expires_at` stops applying on every replica at that second (each checks it per call) and is
+ * deleted from the hash by the next change, a timestamp taken from Redis `TIME`.
+ */
+import type { RedisClient } from "./redis-connection.js";
+import type { AdminNews, AdminStore } from "./admin-store.js";
+import type { Override } from "./overrides.js";
+
+/** Changes remembered for replicas that poll late; one further behind forgets everything. */
+const KEPT_CHANGES = 1000;
+
+/**
+ * KEYS[1] overrides hash, KEYS[2] version counter, KEYS[3] changes list.
+ * ARGV[1] `set`, `del` or `reset`; ARGV[2] the identity; ARGV[3] the override's JSON (`set`);
+ * ARGV[4] changes kept.
+ * Drops expired overrides (Redis TIME), applies the change, raises the counter, records the
+ * identity. Returns `{version, previous JSON}` (the second absent when there was none or `reset`).
+ */
+const CHANGE = `
+local now = tonumber(redis.call('TIME')[1])
+local all = redis.call('HGETALL', KEYS[1])
+for i = 1, #all, 2 do
+  local ok, o = pcall(cjson.decode, all[i + 1])
+  if not ok or (type(o.expires_at) == 'number' and o.expires_at <= now) then
+    redis.call('HDEL', KEYS[1], all[i])
+  end
+end
+local before = false
+if ARGV[1] ~= 'reset' then
+  before = redis.call('HGET', KEYS[1], ARGV[2])
+  if ARGV[1] == 'set' then
+    redis.call('HSET', KEYS[1], ARGV[2], ARGV[3])
+  else
+    redis.call('HDEL', KEYS[1], ARGV[2])
+  end
+end
+local v = redis.call('INCR', KEYS[2])
+redis.call('LPUSH', KEYS[3], ARGV[2])
+redis.call('LTRIM', KEYS[3], 0, tonumber(ARGV[4]) - 1)
+return {v, before}
+`;
+
+/**
+ * KEYS as {@link CHANGE}. ARGV[1] the version the replica has (-1: none); ARGV[2] changes kept.
+ * Returns `{version}` when unchanged, else `{version, all, identities, overrides HGETALL}` where
+ * `all` is 1 when the changes since that version are not all remembered (or the counter went
+ * back: a Redis that lost its data).
+ */
+const POLL = `
+local v = tonumber(redis.call('GET', KEYS[2]) or '0')
+local since = tonumber(ARGV[1])
+if v == since then return {v} end
+local n = v - since
+local all = 0
+local changes = {}
+if since < 0 or n < 0 or n > tonumber(ARGV[2]) then
+  all = 1
+else
+  changes = redis.call('LRANGE', KEYS[3], 0, n - 1)
+end
+return {v, all, changes, redis.call('HGETALL', KEYS[1])}
+`;
+
+interface AdminCommands {
+  rlAdminChange(n: number, ...args: (string | number)[]): Promise<[number, string?]>;
+  rlAdminPoll(n: number, ...args: (string | number)[]): Promise<[number, number?, string[]?, string[]?]>;
+}
+
+/** The Redis {@link AdminStore}. */
+export class RedisAdminStore implements AdminStore {
+  readonly shared = true;
+  private readonly keys: readonly string[];
+  private readonly commands: AdminCommands;
+
+  /**
+   * @param client - the limiter's client (the scripts are defined on it)
+   * @param prefix - the store's key prefix with its separator (`rl:`)
+   * @param timeoutMs - bound on each call (ms): `rate_limits.store.redis.command_timeout_ms`
+   */
+  constructor(
+    private readonly client: RedisClient,
+    private readonly prefix: string,
+    private readonly timeoutMs: number,
+  ) {
+    client.defineCommand("rlAdminChange", { lua: CHANGE });
+    client.defineCommand("rlAdminPoll", { lua: POLL });
+    this.commands = client as unknown as AdminCommands;
+    this.keys = ["overrides", "version", "changes"].map((k) => `${prefix}{admin}:${k}`);
+  }
+
+  async setOverride(identity: string, next: Override | null): Promise<Override | null> {
+    const op = next === null ? "del" : "set";
+    const json = next === null ? "" : JSON.stringify(next);
+    const reply = await this.bounded(
+      this.commands.rlAdminChange(3, ...this.keys, op, identity, json, KEPT_CHANGES),
+    );
+    return parseOverride(reply[1] ?? null);
+  }
+
+  async deleteKeys(identity: string, keys: readonly string[]): Promise<void> {
+    if (keys.length > 0) await this.bounded(this.client.del(...keys.map((k) => this.prefix + k)));
+    await this.bounded(this.commands.rlAdminChange(3, ...this.keys, "reset", identity, "", KEPT_CHANGES));
+  }
+
+  async poll(version: number): Promise<AdminNews | null> {
+    const reply = await this.bounded(this.commands.rlAdminPoll(3, ...this.keys, version, KEPT_CHANGES));
+    if (reply.length === 1) return null;
+    const [v, all, changes, flat] = reply;
+    const overrides: Override[] = [];
+    for (let i = 0; i + 1 < (flat ?? []).length; i += 2) {
+      const o = parseOverride(flat![i + 1]!);
+      if (o !== null) overrides.push(o);
+    }
+    return { version: Number(v), identities: all === 1 ? null : [...new Set(changes ?? [])], overrides };
+  }
+
+  /** A call that does not answer within the command timeout fails (the admin answers 503). */
+  private bounded<T>(p: Promise<T>): Promise<T> {
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error("limit store timeout")), this.timeoutMs);
+    });
+    return Promise.race([p, late]).finally(() => clearTimeout(timer));
+  }
+}
+
+/** An override as stored, or null for none (or a value this version cannot read). */
+function parseOverride(json: string | null): Override | null {
+  if (json === null || json === "") return null;
+  try {
+    const o = JSON.parse(json) as Override;
+    return typeof o.identity === "string" && typeof o.classes === "object" ? o : null;
+  } catch {
+    return null;
+  }
+}

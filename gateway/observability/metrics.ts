@@ -61,6 +61,8 @@ export interface GatewayMetrics {
   /** Upstream pools (SPEC §16). */
   pool: UpstreamPoolMetrics;
   configReloads: Counter<"result">;
+  /** Usage operations on the admin listener (SPEC §21), by action and HTTP status. */
+  adminRequests: Counter<"action" | "code">;
   configInfo: Gauge<"hash">;
   buildInfo: Gauge<"version" | "node_version">;
   /**
@@ -195,6 +197,12 @@ export function createMetrics(registry: Registry, version: string): GatewayMetri
     }),
     pool: createUpstreamPoolMetrics(registry, LATENCY_BUCKETS),
     configReloads: new Counter({ ...CONFIG_RELOADS, registers }),
+    adminRequests: new Counter({
+      name: "gateway_admin_requests_total",
+      help: "Usage operations on the admin listener (/usage, /overrides) by action (usage_read, usage_reset, override_put, override_get, override_delete, override_list, unknown) and HTTP status code.",
+      labelNames: ["action", "code"],
+      registers,
+    }),
     configInfo: new Gauge({ ...CONFIG_INFO, registers }),
     buildInfo: new Gauge({
       name: "gateway_build_info",

@@ -8,7 +8,7 @@
  */
 import type { Logger } from "pino";
 import type { AdminStore } from "./admin-store.js";
-import type { Overrides} from "./overrides.js";
+import type { Overrides } from "./overrides.js";
 import { type Override } from "./overrides.js";
 
 /** What forgets an identity's remembered refusals (`RejectionCache.forget`). */

@@ -8,6 +8,7 @@ import type { AddressInfo } from "node:net";
 import type { Logger } from "pino";
 import { Registry } from "prom-client";
 import { createAdminServer } from "./admin.js";
+import { UsageAdmin, type AdminAnswer, type AdminCall } from "./usage-admin.js";
 import { HttpDrain } from "./http-drain.js";
 import { listenOn } from "./listen.js";
 import { systemClock, type Clock } from "../base/clock.js";
@@ -89,6 +90,8 @@ export interface Gateway {
   applyHealth(reports: readonly HealthReport[]): void;
   /** `GET /upstreams` of this process (SPEC §16). */
   upstreams(): Record<string, UpstreamSnapshot>;
+  /** Answers a `/usage` or `/overrides` call (SPEC §21): the admin listener's, or a primary's. */
+  usage(call: AdminCall): Promise<AdminAnswer>;
   /** Hands buffered access lines to the log destination now (they otherwise go within 1 s). */
   flushAccessLog(): void;
   /** Binds the listeners (`listen`, `decision.listen`, `admin`); a port is 0 for a listener not bound. */
@@ -166,10 +169,12 @@ export function createGateway(loaded: LoadedConfig, options: GatewayOptions = {}
     logger.flush();
   }, 1000);
   flushTimer.unref();
+  const usageAdmin = new UsageAdmin({ runtime: () => runtime, logger, metrics });
   const admin = createAdminServer({
     registry,
     ready: () => runtime.limiter.ready(),
     upstreams: async () => gateway.upstreams(),
+    usage: (call) => usageAdmin.handle(call),
   });
   const withAdmin = options.admin ?? true;
 
@@ -219,6 +224,7 @@ export function createGateway(loaded: LoadedConfig, options: GatewayOptions = {}
       for (const [name, u] of runtime.upstreams) out[name] = u.snapshot();
       return out;
     },
+    usage: (call) => usageAdmin.handle(call),
     flushAccessLog() {
       accessLog.flush();
     },

@@ -7,6 +7,7 @@
 import type { GatewayConfig } from "../config/schema.js";
 import type { HealthReport } from "../proxy/health-checker.js";
 import type { UpstreamSnapshot } from "../proxy/upstream-snapshot.js";
+import type { AdminAnswer, AdminCall } from "../server/usage-admin.js";
 
 /** One metric family as `Registry.getMetricsAsJSON()` returns it. */
 export interface MetricJson {
@@ -34,6 +35,8 @@ export type ToWorker =
   | { type: "gw:health"; reports: HealthReport[] }
   /** Answer `gw:upstreams` with the worker's view of its upstreams. */
   | { type: "gw:upstreams"; id: number }
+  /** Answer `gw:admin` with the worker's answer to a `/usage` or `/overrides` call (SPEC §21). */
+  | { type: "gw:admin"; id: number; call: AdminCall }
   /** Drain and exit 0 (SIGTERM reached the primary). */
   | { type: "gw:stop" };
 
@@ -53,6 +56,7 @@ export type FromWorker =
   | { type: "gw:committed"; id: number }
   | { type: "gw:metrics"; id: number; metrics: MetricJson[] }
   | { type: "gw:upstreams"; id: number; upstreams: Record<string, UpstreamSnapshot> }
+  | { type: "gw:admin"; id: number; answer: AdminAnswer }
   /** The worker's `/readyz` answer changed (sent at start and on every change). */
   | { type: "gw:ready"; ready: boolean };
 

@@ -39,6 +39,7 @@ import { reloadGroup } from "./group-reload.js";
 import { LineRelay, type LineSink } from "./line-relay.js";
 import { is, Member } from "./member.js";
 import { GroupUpstreams } from "./group-upstreams.js";
+import { groupUsage } from "./group-usage.js";
 import { combineMetrics, type MetricSource } from "./group-metrics.js";
 import { systemClock } from "../base/clock.js";
 
@@ -109,6 +110,10 @@ class Primary {
       registry: { contentType: this.registry.contentType, metrics: () => this.groupMetrics() },
       ready: () => this.ready(),
       upstreams: () => this.pools.snapshot(),
+      usage: groupUsage(
+        () => [...this.members.values()].filter((m) => m.listening),
+        () => ++this.sequence,
+      ),
     });
   }
 

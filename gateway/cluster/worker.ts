@@ -129,6 +129,9 @@ class WorkerControl {
       case "gw:upstreams":
         send({ type: "gw:upstreams", id: m.id, upstreams: this.gateway.upstreams() });
         return;
+      case "gw:admin":
+        send({ type: "gw:admin", id: m.id, answer: await this.gateway.usage(m.call) });
+        return;
       case "gw:stop":
         this.stop("primary");
         return;

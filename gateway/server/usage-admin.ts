@@ -15,7 +15,7 @@ import { createHash, timingSafeEqual } from "node:crypto";
 import type { Logger } from "pino";
 import { parseOverrideBody } from "../config/override-schema.js";
 import type { Runtime } from "../core/runtime.js";
-import { isUsageIdentity, planOf, readUsage, resetKeys } from "../core/usage.js";
+import { isUsageIdentity, planOf, readUsage, resetKeys } from "../core/identity-usage.js";
 import type { GatewayMetrics } from "../observability/metrics.js";
 import type { Override } from "../ratelimit/overrides.js";
 

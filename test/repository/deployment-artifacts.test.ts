@@ -226,7 +226,7 @@ describe("config/kubernetes", () => {
     expect(container.resources?.limits?.cpu).toBeUndefined();
   });
 
-  it("has a NetworkPolicy that keeps the admin port to the monitoring namespace", () => {
+  it("has a NetworkPolicy that keeps the admin port to the monitoring and admin tools' namespaces", () => {
     const policy = only("NetworkPolicy");
     const labels = deployment.spec.template.metadata.labels;
     expect(matches(policy.spec.podSelector.matchLabels ?? {}, labels)).toBe(true);
@@ -241,7 +241,13 @@ describe("config/kubernetes", () => {
       expect(rule.from, "a rule admitting the admin port must name its sources").toBeDefined();
       for (const from of rule.from ?? []) {
         expect(from.podSelector).toBeUndefined();
-        expect(from.namespaceSelector?.matchLabels).toEqual({ "kubernetes.io/metadata.name": "monitoring" });
+        // Prometheus, and the support tools that call /usage and /overrides (SPEC §21).
+        expect(["monitoring", "gateway-admin"]).toContain(
+          from.namespaceSelector?.matchLabels?.["kubernetes.io/metadata.name"],
+        );
+        expect(Object.keys(from.namespaceSelector?.matchLabels ?? {})).toEqual([
+          "kubernetes.io/metadata.name",
+        ]);
       }
     }
     // The API port is open to every client.

@@ -4,9 +4,6 @@
  * limiter, the authenticators and the upstream clients survive a reload when their settings did
  * not change, so counts, cached tokens and pooled connections are not lost.
  */
-import { createHash } from "node:crypto";
-import { readFileSync } from "node:fs";
-import path from "node:path";
 import type { Logger } from "pino";
 import { CachedIntrospection, type Authenticator } from "../auth/authenticator.js";
 import { AuthenticatorChain } from "../auth/chain.js";
@@ -36,6 +33,7 @@ import { Classifier } from "../routing/classify.js";
 import { RouteTable } from "../routing/routes.js";
 import { VERSION } from "../base/version.js";
 import { budgetClaimsOf } from "../ratelimit/budgets.js";
+import { readAdminTokenDigest } from "../config/admin-token.js";
 
 /** Shared dependencies (injected; no module singletons). */
 export interface RuntimeDeps {
@@ -163,7 +161,7 @@ export function buildRuntime(config: GatewayConfig, deps: RuntimeDeps, previous?
       endpointsOf(u).map((e) => upstreamTls(name, u, e.url, deps.baseDir)),
     );
   }
-  const adminTokenDigest = readAdminToken(config, deps.baseDir);
+  const adminTokenDigest = readAdminTokenDigest(config, deps.baseDir);
   const auth = keepAuth
     ? previous.auth
     : new AuthenticatorChain(authenticatorsOf(config, deps), config.auth.schemes);
@@ -216,25 +214,6 @@ export function buildRuntime(config: GatewayConfig, deps: RuntimeDeps, previous?
           : new Tracing(traceSettings, metricOutcomes(deps.metrics), VERSION),
     adminTokenDigest,
   };
-}
-
-/**
- * The digest of the token in `admin.token_file` (its first line, trimmed), or null without one.
- * @throws Error naming the key when the file cannot be read or holds no token
- */
-function readAdminToken(config: GatewayConfig, baseDir: string): Buffer | null {
-  const file = config.admin.token_file;
-  if (file === undefined) return null;
-  let token: string;
-  try {
-    token = (readFileSync(path.resolve(baseDir, file), "utf8").split(/\r?\n/)[0] ?? "").trim();
-  } catch (err) {
-    throw new Error(
-      `admin.token_file: cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? "error"}`,
-    );
-  }
-  if (token === "") throw new Error(`admin.token_file: ${file} holds no token on its first line`);
-  return createHash("sha256").update(token).digest();
 }
 
 /**

@@ -8,11 +8,14 @@
  * - an override made on one replica applies to the identity's next call on the other within 1 s,
  *   keeping its counts (a month's quota credited: 5 spent of 5, raised to 8, 2 left after the call);
  * - overrides live in Redis: a replica started later and a reloaded one apply them; one with
- *   `expires_at` ends by itself.
+ *   `expires_at` ends by itself;
+ * - a call of an identity with an override is still one Redis round trip (one EVALSHA on its own
+ *   keys): the replicas' polls of `{admin}` are the only other commands (seen with MONITOR).
  */
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
+import net from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { stringify } from "yaml";
 import { startGateway, testConfig, type TestGateway } from "../helpers/gateway.js";
@@ -193,4 +196,51 @@ describe.each(["standalone", "cluster"] as const)("usage operations on %s Redis"
       async () => (await admin(b, "/overrides/sub:erin")).status === 404,
     );
   }, 20_000);
+
+  it.runIf(deployment === "standalone")(
+    "keeps one round trip per call for an identity with an override",
+    async () => {
+      const windows = [
+        { limit: 500, window_s: 3600 },
+        { limit: 1000, period: "month" },
+      ];
+      expect((await admin(a, "/overrides/sub:alice", "PUT", { classes: { read: windows } })).status).toBe(
+        200,
+      );
+      // A warm token (a reload re-read the static file: its first use is looked up again).
+      expect((await call(a, "alice")).status).toBe(200);
+      // MONITOR on a plain socket: one line per command, `+<time> [<db> <client>] "cmd" "arg" ...`;
+      // commands a script runs say `lua` as their client.
+      const seen: string[][] = [];
+      const monitor = net.connect(redis!.port, "127.0.0.1");
+      let buffered = "";
+      monitor.on("data", (chunk: Buffer) => {
+        buffered += chunk.toString("utf8");
+        const lines = buffered.split("\r\n");
+        buffered = lines.pop()!;
+        for (const l of lines) {
+          const m = /^\+\d+\.\d+ \[\d+ ([^\]]+)\] (.*)$/.exec(l);
+          if (m !== null && m[1] !== "lua")
+            seen.push([...m[2]!.matchAll(/"((?:[^"\\]|\\.)*)"/g)].map((x) => x[1]!));
+        }
+      });
+      monitor.write("MONITOR\r\n");
+      await waitFor(
+        "monitor running",
+        async () => buffered.startsWith("+OK") || seen.length > 0 || buffered === "",
+      );
+      await waitFor("a first command seen", async () => seen.length > 0);
+      seen.length = 0;
+      const N = 10;
+      for (let i = 0; i < N; i++) expect((await call(a, "alice")).headers["x-ratelimit-limit"]).toBe("500");
+      monitor.destroy();
+      const ours = seen.filter((args) => !args.some((x) => x.includes("{admin}")));
+      const calls = ours.filter((args) => args.some((x) => x.includes("{sub:alice}")));
+      expect(calls).toHaveLength(N);
+      expect(calls.every((args) => args[0]!.toLowerCase() === "evalsha")).toBe(true);
+      expect(
+        ours.filter((args) => !["quit", "client", "info", "ping"].includes(args[0]!.toLowerCase())),
+      ).toHaveLength(N);
+    },
+  );
 });

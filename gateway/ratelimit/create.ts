@@ -70,15 +70,17 @@ export function createLimiter(config: GatewayConfig, deps: LimiterDeps): Limiter
     return { limiter: memory, store: memory, usage, ready: () => true, started: () => Promise.resolve() };
   }
   const store = new RedisStore({ redis, logger: deps.logger });
+  // Each replica enforces ceil(limit / expected_replicas) while Redis is down.
+  const fallback = new MemoryStore({
+    clock: deps.clock,
+    maxKeys: rl.memory.max_keys,
+    limitDivisor: rl.expected_replicas,
+  });
+  const spentQuotas = new SpentQuotas({ maxKeys: rl.memory.max_keys, limitDivisor: rl.expected_replicas });
   const failover = new FailoverLimiter({
     primary: store,
-    // Each replica enforces ceil(limit / expected_replicas) while Redis is down.
-    fallback: new MemoryStore({
-      clock: deps.clock,
-      maxKeys: rl.memory.max_keys,
-      limitDivisor: rl.expected_replicas,
-    }),
-    spentQuotas: new SpentQuotas({ maxKeys: rl.memory.max_keys, limitDivisor: rl.expected_replicas }),
+    fallback,
+    spentQuotas,
     failureMode: rl.failure_mode,
     clock: deps.clock,
     metrics: deps.metrics,
@@ -113,7 +115,16 @@ export function createLimiter(config: GatewayConfig, deps: LimiterDeps): Limiter
       Math.max(1000, redis.command_timeout_ms),
     ),
     overrides: new Overrides(),
-    cache: limiter,
+    // What this replica remembers of a changed identity: refusals, and for failing open its
+    // fallback counts and the calendar counts last seen (a reset quota is not spent any more).
+    cache: {
+      forget(identity) {
+        limiter.forget(identity);
+        if (identity === null) return;
+        spentQuotas.forget(identity);
+        fallback.forgetIdentity(identity);
+      },
+    },
     logger: deps.logger,
     ...(deps.usagePollMs === undefined ? {} : { intervalMs: deps.usagePollMs }),
   });

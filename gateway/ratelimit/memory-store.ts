@@ -94,6 +94,15 @@ export class MemoryStore implements Limiter {
     for (const k of keys) this.states.delete(k);
   }
 
+  /**
+   * Drops every window keyed under `identity`'s own hash tag (`{sub:alice}...`): the fail-open
+   * fallback's counts of an identity whose shared counts were reset (SPEC §21). Walks the keys.
+   */
+  forgetIdentity(identity: string): void {
+    const tag = `{${identity}}`;
+    for (const k of [...this.states.keys()]) if (k.startsWith(tag)) this.states.delete(k);
+  }
+
   /** Number of windows held (for tests and metrics). */
   get size(): number {
     return this.states.size;

@@ -48,6 +48,15 @@ export class SpentQuotas {
     this.divisor = limitDivisor;
   }
 
+  /**
+   * Forgets the counts seen for `identity` (its counts were reset or its limits changed, SPEC §21):
+   * its next shared reply tells them again. Walks the keys.
+   */
+  forget(identity: string): void {
+    const tag = `{${identity}}`;
+    for (const k of [...this.seen.keys()]) if (k.startsWith(tag)) this.seen.delete(k);
+  }
+
   /** Number of windows held (tests). */
   get size(): number {
     return this.seen.size;

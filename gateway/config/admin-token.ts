@@ -18,7 +18,8 @@ const KEY = ["admin", "token_file"] as const;
  *   empty (the message names the file, never its content)
  */
 export function readAdminTokenDigest(config: GatewayConfig, baseDir: string): Buffer | null {
-  const file = config.admin.token_file;
+  // `gateway check` passes the sections that validated: `admin` is absent when it did not.
+  const file = (config.admin as GatewayConfig["admin"] | undefined)?.token_file;
   if (file === undefined) return null;
   const resolved = path.resolve(baseDir, file);
   let token: string;

@@ -180,7 +180,7 @@ export function buildRuntime(config: GatewayConfig, deps: RuntimeDeps, previous?
   if (previous !== undefined && limiter !== previous.limiter)
     limiter.usage.overrides.replace(previous.limiter.usage.overrides.list(deps.clock.nowMs()));
   // The first configuration is live at once; a reload's, when it commits (activateRuntime).
-  if (previous === undefined) activateRuntime({ config, upstreams });
+  if (previous === undefined) activateRuntime({ config, upstreams, limiter, adminTokenDigest });
   return {
     config,
     request: Object.freeze({
@@ -234,11 +234,15 @@ function keepsUpstream(
 
 /**
  * Makes a built configuration the one in force: applies the settings its upstreams read per call
- * (timeouts, limits, retry budget, `load_shedding`). Called once per configuration, when it
- * commits, never while it is only prepared (a cluster reload that aborts changes nothing live).
+ * (timeouts, limits, retry budget, `load_shedding`), and turns usage operations (SPEC §21) on or
+ * off with `admin.token_file`. Called once per configuration, when it commits, never while it is
+ * only prepared (a cluster reload that aborts changes nothing live).
  */
-export function activateRuntime(rt: Pick<Runtime, "config" | "upstreams">): void {
+export function activateRuntime(
+  rt: Pick<Runtime, "config" | "upstreams" | "limiter" | "adminTokenDigest">,
+): void {
   for (const [name, u] of rt.upstreams) u.apply(rt.config.upstreams[name]!, rt.config.load_shedding);
+  rt.limiter.usage.enable(rt.adminTokenDigest !== null);
 }
 
 /**

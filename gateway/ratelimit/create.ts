@@ -38,7 +38,10 @@ export interface LimiterHandle {
    * reads peek (SPEC §21), so they never disturb the cache's entries.
    */
   store: Limiter;
-  /** Overrides and resets (SPEC §21); the caller closes it with the limiter. */
+  /**
+   * Overrides and resets (SPEC §21); the caller enables it (with `admin.token_file`) and closes it
+   * with the limiter.
+   */
   usage: UsageControl;
   /** True when the store answers or the gateway is failing open (SPEC §8 `/readyz`). */
   ready(): boolean;
@@ -128,7 +131,6 @@ export function createLimiter(config: GatewayConfig, deps: LimiterDeps): Limiter
     logger: deps.logger,
     ...(deps.usagePollMs === undefined ? {} : { intervalMs: deps.usagePollMs }),
   });
-  usage.start();
   return {
     limiter,
     store: failover,

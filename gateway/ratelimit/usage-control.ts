@@ -51,12 +51,24 @@ export class UsageControl {
     this.intervalMs = o.intervalMs ?? 400;
   }
 
-  /** Starts polling a shared store (the first poll loads the overrides it holds). */
-  start(): void {
-    if (!this.store.shared || this.timer !== null) return;
-    this.timer = setInterval(() => void this.sync(), this.intervalMs);
-    this.timer.unref();
-    void this.sync();
+  /**
+   * Turns usage operations on or off (`admin.token_file` set or not): on, a shared store is polled
+   * (the first poll loads the overrides it holds); off, it is not, and its overrides do not apply
+   * (a gateway without usage operations sends Redis nothing but its calls). A memory store's
+   * overrides, held only here, are kept either way.
+   */
+  enable(on: boolean): void {
+    if (!this.store.shared) return;
+    if (on && this.timer === null) {
+      this.timer = setInterval(() => void this.sync(), this.intervalMs);
+      this.timer.unref();
+      void this.sync();
+    } else if (!on && this.timer !== null) {
+      this.close();
+      this.local++; // a poll under way is not applied
+      this.version = -1;
+      this.overrides.replace([]);
+    }
   }
 
   /** Stops polling. */

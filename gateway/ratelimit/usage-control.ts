@@ -4,12 +4,12 @@
  * counter every {@link UsageControlOptions.intervalMs} off the request path. A change (a reset, an
  * override set or removed) also drops what the rejection cache remembers of that identity, so a
  * replica that was answering its over-limit calls locally asks the store again: within one
- * interval plus a round trip on the other replicas, at once on the one that made it.
+ * interval plus a round trip on the other replicas, at once on the one that made it. Polling runs
+ * only while usage operations are enabled (`admin.token_file`, {@link UsageControl.enable}).
  */
 import type { Logger } from "pino";
 import type { AdminStore } from "./admin-store.js";
-import type { Overrides } from "./overrides.js";
-import { type Override } from "./overrides.js";
+import type { Override, Overrides } from "./overrides.js";
 
 /** What forgets an identity's remembered refusals (`RejectionCache.forget`). */
 export interface Forgetful {

@@ -122,6 +122,9 @@ describe("usage, overrides and resets", () => {
     expect(r.status).toBe(200);
     expect(r.headers["x-ratelimit-limit"]).toBe("5");
     expect(r.headers["x-ratelimit-remaining"]).toBe("1");
+    // GET /rate_limit shows the caller the override's limits too.
+    const status = JSON.parse((await api("/rate_limit")).body);
+    expect(status.resources.write).toMatchObject({ limit: 5, remaining: 1 });
     const usage = JSON.parse((await admin("/usage/sub:alice")).body);
     expect(usage.override.classes.write).toEqual([{ limit: 5, window_s: 10 }]);
     expect(usage.classes.write[0]).toMatchObject({ limit: 5, used: 4, remaining: 1 });

@@ -9,6 +9,7 @@
  * that claim).
  */
 import type { TokenInfo } from "../base/token-info.js";
+import { isMemberKey } from "../ratelimit/admin-store.js";
 import type { Decision, LimitPolicy, WindowSpec } from "../ratelimit/limiter.js";
 import type { Override } from "../ratelimit/overrides.js";
 import type { PlanPolicies, ResolvedPolicy } from "../ratelimit/policy.js";
@@ -127,13 +128,21 @@ function windowUsage(w: WindowSpec, d: Decision): WindowUsage {
  * The keys (without the store prefix) of every counter `identity` may have in `classes`: under the
  * classes' own windows, every plan's, and its override's, so a reset leaves nothing of the
  * identity's counts whatever limits spent them. A budget identity's keys are its budgets' (SPEC
- * §22); a caller's counts in a class with budgets that it spent as a member of one (keyed under
- * the budget's tag) are not among them.
+ * §22). A caller's own windows in a class with budgets, counted while its token carried a budget's
+ * claim, live under that budget's hash tag (`{claim:org_id:acme}sub:alice:read:60`): those are
+ * found by a search of the store (`UsageControl.memberKeys`), kept when exactly the
+ * identity's and one of its windows'.
+ * @throws Error (as a rejection) when the store cannot answer
  */
-export function resetKeys(rt: Runtime, identity: string, classes: readonly string[]): string[] {
+export async function resetKeys(
+  rt: Runtime,
+  identity: string,
+  classes: readonly string[],
+): Promise<string[]> {
   const plans = [{ byClass: rt.policies.byClass }, ...rt.policies.plans.values()];
   const claim = budgetClaim(identity);
   const keys = new Set<string>();
+  const memberSuffixes = new Set<string>();
   for (const name of classes) {
     for (const plan of plans) {
       const p = plan.byClass.get(name);
@@ -144,8 +153,17 @@ export function resetKeys(rt: Runtime, identity: string, classes: readonly strin
           : p.budgets
               .filter((b) => b.claim === claim)
               .map((b) => ({ ...p, windows: b.windows, budgets: [] }));
-      for (const q of policies) for (const s of windowSuffixes(q)) keys.add(`{${identity}}${s}`);
+      for (const q of policies) {
+        for (const s of windowSuffixes(q)) {
+          keys.add(`{${identity}}${s}`);
+          if (claim === null && p.budgets.length > 0) memberSuffixes.add(s);
+        }
+      }
     }
+  }
+  if (memberSuffixes.size > 0) {
+    for (const k of await rt.limiter.usage.memberKeys(identity))
+      if (isMemberKey(k, identity, memberSuffixes)) keys.add(k);
   }
   return [...keys];
 }

@@ -39,6 +39,21 @@ export interface AdminStore {
   deleteKeys(identity: string, keys: readonly string[]): Promise<void>;
   /** The news since `version` (-1: everything), or null when nothing changed. */
   poll(version: number): Promise<AdminNews | null>;
+  /**
+   * The keys (without the prefix) that may hold `identity`'s own windows counted as a member of a
+   * budget (SPEC §22: `{claim:org_id:acme}sub:alice:read:60`, under the budget's hash tag): every
+   * key whose tag is a budget's and whose rest starts with the identity. The caller keeps those
+   * whose rest is exactly the identity and one of its windows.
+   * @throws Error (as a rejection) when the store cannot answer
+   */
+  memberKeys(identity: string): Promise<string[]>;
+}
+
+/** True when `key` is `{claim:...}<identity><suffix>` for one of `suffixes`. */
+export function isMemberKey(key: string, identity: string, suffixes: ReadonlySet<string>): boolean {
+  if (!key.startsWith("{claim:")) return false;
+  const rest = key.slice(key.indexOf("}") + 1);
+  return rest.startsWith(identity) && suffixes.has(rest.slice(identity.length));
 }
 
 /** The memory store's side: the registry is the only copy, counts live in the store. */
@@ -65,5 +80,11 @@ export class MemoryAdminStore implements AdminStore {
 
   poll(): Promise<AdminNews | null> {
     return Promise.resolve(null);
+  }
+
+  memberKeys(identity: string): Promise<string[]> {
+    return Promise.resolve(
+      this.store.findKeys((k) => k.startsWith("{claim:") && k.slice(k.indexOf("}") + 1).startsWith(identity)),
+    );
   }
 }

@@ -94,6 +94,11 @@ export class MemoryStore implements Limiter {
     for (const k of keys) this.states.delete(k);
   }
 
+  /** The keys (`callKey` form) that `test` accepts: a usage reset's search (SPEC §21). */
+  findKeys(test: (key: string) => boolean): string[] {
+    return [...this.states.keys()].filter(test);
+  }
+
   /**
    * Drops every window keyed under `identity`'s own hash tag (`{sub:alice}...`): the fail-open
    * fallback's counts of an identity whose shared counts were reset (SPEC §21). Walks the keys.

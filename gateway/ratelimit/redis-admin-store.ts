@@ -13,6 +13,7 @@
  * `expires_at` stops applying on every replica at that second (each checks it per call) and is
  * deleted from the hash by the next change, a timestamp taken from Redis `TIME`.
  */
+import { Cluster } from "ioredis";
 import type { RedisClient } from "./redis-connection.js";
 import type { AdminNews, AdminStore } from "./admin-store.js";
 import type { Override } from "./overrides.js";
@@ -109,7 +110,13 @@ export class RedisAdminStore implements AdminStore {
   }
 
   async deleteKeys(identity: string, keys: readonly string[]): Promise<void> {
-    if (keys.length > 0) await this.bounded(this.client.del(...keys.map((k) => this.prefix + k)));
+    // One DEL per hash tag (one Cluster slot each): the identity's own keys go in one, at once.
+    const byTag = new Map<string, string[]>();
+    for (const k of keys) {
+      const tag = k.slice(0, k.indexOf("}") + 1);
+      byTag.set(tag, [...(byTag.get(tag) ?? []), this.prefix + k]);
+    }
+    await Promise.all([...byTag.values()].map((group) => this.bounded(this.client.del(...group))));
     await this.bounded(this.commands.rlAdminChange(3, ...this.keys, "reset", identity, "", KEPT_CHANGES));
   }
 
@@ -125,6 +132,28 @@ export class RedisAdminStore implements AdminStore {
     return { version: Number(v), identities: all === 1 ? null : [...new Set(changes ?? [])], overrides };
   }
 
+  /**
+   * `SCAN` of every primary (every Cluster master) for `<prefix>{claim:*}<identity>*`: a walk of the
+   * keyspace, for an admin reset only, never on the request path.
+   */
+  async memberKeys(identity: string): Promise<string[]> {
+    const match = `${globEscape(this.prefix)}{claim:*}${globEscape(identity)}*`;
+    const nodes = this.client instanceof Cluster ? this.client.nodes("master") : [this.client];
+    const found = await Promise.all(
+      nodes.map(async (node) => {
+        const keys: string[] = [];
+        let cursor = "0";
+        do {
+          const [next, batch] = await this.bounded(node.scan(cursor, "MATCH", match, "COUNT", 1000));
+          cursor = next;
+          for (const k of batch) keys.push(k.slice(this.prefix.length));
+        } while (cursor !== "0");
+        return keys;
+      }),
+    );
+    return [...new Set(found.flat())];
+  }
+
   /** A call that does not answer within the command timeout fails (the admin answers 503). */
   private bounded<T>(p: Promise<T>): Promise<T> {
     let timer: NodeJS.Timeout | undefined;
@@ -133,6 +162,11 @@ export class RedisAdminStore implements AdminStore {
     });
     return Promise.race([p, late]).finally(() => clearTimeout(timer));
   }
+}
+
+/** `text` matched literally by a Redis glob pattern. */
+function globEscape(text: string): string {
+  return text.replace(/[*?[\]\\]/g, "\\$&");
 }
 
 /** An override as stored, or null for none (or a value this version cannot read). */

@@ -111,6 +111,14 @@ export class UsageControl {
     this.cache?.forget(identity);
   }
 
+  /**
+   * The keys that may hold `identity`'s windows as a member of a budget (`AdminStore.memberKeys`).
+   * @throws Error (as a rejection) when the store cannot answer
+   */
+  memberKeys(identity: string): Promise<string[]> {
+    return this.store.memberKeys(identity);
+  }
+
   private async poll(): Promise<void> {
     const local = this.local;
     try {

@@ -8,6 +8,8 @@
  *   replica was answering its over-limit calls locally (the rejection cache);
  * - an override made on one replica applies to the identity's next call on the other within 1 s,
  *   keeping its counts (a month's quota credited: 5 spent of 5, raised to 8, 2 left after the call);
+ * - a caller's reset reaches its own windows in a class with budgets (kept under the
+ *   organisation's hash tag), not the organisation's budget, which has a reset of its own;
  * - overrides live in Redis: a replica started later and a reloaded one apply them; one with
  *   `expires_at` ends by itself;
  * - a call of an identity with an override is still one Redis round trip (one EVALSHA on its own
@@ -25,7 +27,7 @@ import { scrape } from "../helpers/prom.js";
 import { RedisServer, startCluster, startSentinel, waitFor } from "../helpers/redis-server.js";
 
 const TOKEN = "two-replicas-admin-token";
-const USERS = ["alice", "bob", "carol", "dave", "erin"];
+const USERS = ["alice", "bob", "carol", "dave", "erin", "frank"];
 
 describe.each(["standalone", "sentinel", "cluster"] as const)(
   "usage operations on %s Redis",
@@ -57,6 +59,11 @@ describe.each(["standalone", "sentinel", "cluster"] as const)(
         rate_limits: {
           store: { redis: store },
           classes: {
+            search: {
+              match: { paths: ["/v1/search"] },
+              windows: [{ limit: 2, window_s: 3600 }],
+              budgets: [{ key: "claim:org_id", windows: [{ limit: 100, window_s: 3600 }] }],
+            },
             read: {
               match: { methods: ["GET"] },
               windows: [
@@ -88,7 +95,9 @@ describe.each(["standalone", "sentinel", "cluster"] as const)(
       else cluster = await startCluster();
       dir = mkdtempSync(path.join(tmpdir(), "gw-usage2-"));
       writeFileSync(path.join(dir, "admin-token"), `${TOKEN}\n`);
-      const tokens = Object.fromEntries(USERS.map((u) => [`${u}-token`, { sub: u, scope: "read write" }]));
+      const tokens = Object.fromEntries(
+        USERS.map((u) => [`${u}-token`, { sub: u, scope: "read write", org_id: "acme" }]),
+      );
       writeFileSync(path.join(dir, "tokens.yaml"), stringify(tokens));
       [a, b] = await Promise.all([startGateway(config()), startGateway(config())]);
       started.push(a, b);
@@ -135,6 +144,30 @@ describe.each(["standalone", "sentinel", "cluster"] as const)(
       await waitFor("bob admitted on b", async () => (await call(b, "bob", "POST")).status === 200, 1500);
       expect(Date.now() - t0).toBeLessThanOrEqual(1000);
       expect((await usage(b, "sub:bob")).classes.write[0].used).toBe(1);
+    });
+
+    it("a caller's reset reaches its own windows in a class with budgets, not the organisation's", async () => {
+      const search = (gw: TestGateway) =>
+        request(`${gw.url}/v1/search`, { headers: { authorization: "Bearer frank-token" } });
+      expect((await search(a)).status).toBe(200);
+      expect((await search(a)).status).toBe(200);
+      expect((await search(b)).status).toBe(429);
+      expect((await search(b)).status).toBe(429);
+      const reset = await admin(a, "/usage/sub:frank/reset", "POST", { class: "search" });
+      expect(reset.status).toBe(200);
+      const t0 = Date.now();
+      await waitFor("frank admitted on b", async () => (await search(b)).status === 200, 1500);
+      expect(Date.now() - t0).toBeLessThanOrEqual(1000);
+      const org = await usage(b, "claim:org_id:acme");
+      expect(Object.keys(org.classes)).toEqual(["search"]);
+      expect(org.classes.search).toEqual([
+        { limit: 100, window_s: 3600, used: 3, remaining: 97, reset: expect.any(Number) },
+      ]);
+      const orgReset = await admin(b, "/usage/claim:org_id:acme/reset", "POST");
+      expect(JSON.parse(orgReset.body).classes.search[0].used).toBe(0);
+      // Frank's own windows keep their count (1 of 2 since his reset): one more, then refused.
+      expect((await search(a)).status).toBe(200);
+      expect((await search(a)).status).toBe(429);
     });
 
     it("an override on one replica applies on the other within 1 s and keeps the counts", async () => {

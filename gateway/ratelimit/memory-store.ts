@@ -11,6 +11,9 @@ import { calendarVerdict, type PeriodBounds } from "./calendar.js";
 import { levelStatuses } from "./budgets.js";
 import { callIndexes, callKey, flatWindows } from "./storage-keys.js";
 import type { BudgetKeys, CountMode, Decision, Limiter, LimitPolicy } from "./limiter.js";
+import { MemoryUsageOps, type DecidedWindow } from "./memory-usage-ops.js";
+import type { TopCallersReader, TopEntry } from "./top-callers.js";
+import type { Period } from "../config/calendar-periods.js";
 import {
   counterVerdict,
   logVerdict,
@@ -38,7 +41,7 @@ export interface MemoryStoreOptions {
 }
 
 /** The memory {@link Limiter}. */
-export class MemoryStore implements Limiter {
+export class MemoryStore implements Limiter, TopCallersReader {
   private readonly clock: Clock;
   private readonly divisor: number;
   /** One state per window, under the same key the Redis store uses (`callKey`, no prefix). */
@@ -48,11 +51,19 @@ export class MemoryStore implements Limiter {
   private readonly found: WindowState[] = [];
   private readonly keys: string[] = [];
   private readonly bounds: PeriodBounds = { startMs: 0, endMs: 0 };
+  /** Threshold crossings and top callers (SPEC §21). */
+  private readonly usage: MemoryUsageOps;
 
   constructor({ clock, maxKeys = 100_000, limitDivisor = 1 }: MemoryStoreOptions) {
     this.clock = clock;
     this.divisor = limitDivisor;
     this.states = new LRUCache({ max: maxKeys });
+    this.usage = new MemoryUsageOps(maxKeys);
+  }
+
+  /** The class's top callers of the current period (SPEC §21), on this store's clock. */
+  top(className: string, period: Period, n: number): Promise<TopEntry[]> {
+    return Promise.resolve(this.usage.tops.top(className, period, n, this.clock.nowMs()));
   }
 
   consume(
@@ -84,6 +95,7 @@ export class MemoryStore implements Limiter {
 
   close(): Promise<void> {
     this.states.clear();
+    this.usage.clear();
     return Promise.resolve();
   }
 
@@ -202,6 +214,26 @@ export class MemoryStore implements Limiter {
         if ((unstored & (1 << i)) !== 0) this.states.set(keys[i]!, state);
       }
     }
+    // SPEC §21, only for policies that ask: the calendar windows' crossings and top callers.
+    let crossings: Decision["crossings"];
+    if ((count || charging) && (policy.thresholds !== undefined || policy.topCallers === true)) {
+      const decided: DecidedWindow[] = [];
+      for (let i = 0; i < n; i++) {
+        const w = flat.windows[indexes[i]!]!;
+        if (w.period === undefined) continue;
+        decided.push({
+          index: indexes[i]!,
+          window: w,
+          key: keys[i]!,
+          limit: Math.ceil(w.limit / this.divisor),
+          used: (found[i] as CounterState).curr,
+          fits: verdicts[i]!.fits,
+        });
+      }
+      const admitted = allowed || charging;
+      const added = charging ? units : admitted ? cost : 0;
+      crossings = this.usage.after(identityKey, policy, decided, admitted, added, count, nowMs);
+    }
     found.fill(EMPTY_LOG); // hold no state past the call
     const r = pickReported(verdicts, allowed);
     const v = verdicts[r]!;
@@ -214,6 +246,7 @@ export class MemoryStore implements Limiter {
       nowMs,
       degraded: false,
     };
+    if (crossings !== undefined) d.crossings = crossings;
     // A peek with budgets reports each level too (SPEC §22, GET /rate_limit).
     if (mode === false || mode === "peek") {
       if (budgets !== null) {

@@ -2,7 +2,7 @@
  * `notifications` (SPEC §21): webhooks told when a caller's count in a calendar window reaches a
  * fraction of its limit. Each webhook is a URL, the file holding its HMAC-SHA256 key (read when the
  * configuration is built, so a reload re-reads it) and the fractions it wants; the deliveries share
- * one bounded in-process queue (`notify/delivery-queue.ts`).
+ * one bounded in-process queue (`ratelimit/notifications/delivery-queue.ts`).
  */
 import { z } from "zod";
 import { durationMs, httpUrl, positiveInt } from "./primitives.js";
@@ -21,13 +21,17 @@ const webhookSchema = z.strictObject({
   secret_file: z
     .string()
     .min(1)
-    .describe("File holding the HMAC-SHA256 key of `X-Gateway-Signature` (trailing newline ignored); re-read on reload."),
+    .describe(
+      "File holding the HMAC-SHA256 key of `X-Gateway-Signature` (trailing newline ignored); re-read on reload.",
+    ),
   thresholds: z
     .array(threshold)
     .min(1, { error: "expected at least one threshold" })
     .refine((t) => new Set(t).size === t.length, { error: "expected each threshold once" })
     .default([0.8, 1])
-    .describe("Fractions of a calendar window's limit that trigger a POST; 1 also when a call is refused by it."),
+    .describe(
+      "Fractions of a calendar window's limit that trigger a POST; 1 also when a call is refused by it.",
+    ),
   timeout_ms: durationMs.default(5_000).describe("Time the receiver has to answer one POST (ms)."),
 });
 

@@ -132,7 +132,9 @@ export const rateLimitsSchema = z
     top_callers: z
       .boolean()
       .default(true)
-      .describe("Keep each class's top callers per calendar period (SPEC §21 `GET /usage/top`); false saves the sorted sets."),
+      .describe(
+        "Keep each class's top callers per calendar period (SPEC §21 `GET /usage/top`); false saves the sorted sets.",
+      ),
     quota_utc_offset: z
       .string()
       .default("+00:00")

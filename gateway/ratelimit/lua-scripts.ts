@@ -5,6 +5,8 @@
  */
 import { readFileSync } from "node:fs";
 import { LimitStoreError, type Crossing, type Decision, type LimitPolicy } from "./limiter.js";
+import { flatWindows, windowSuffixes } from "./storage-keys.js";
+import { topKey } from "./top-callers.js";
 
 /**
  * A script registered with `defineCommand` (variable key count: `numKeys` first). ioredis flattens
@@ -48,6 +50,35 @@ export interface ScriptPlan {
    * Sentinel; empty in Cluster and without `top_callers`): one per own calendar window.
    */
   topKeys: readonly string[];
+}
+
+/**
+ * The argument plan of `policy` (built once per policy object). Thresholds (SPEC §21) ride on every
+ * calendar window's argument, the top-caller sets on the identity's own calendar windows'.
+ * @param prefix - the store's key prefix with its separator
+ * @param tops - the script keeps the top-caller sets (false in Cluster: another slot)
+ */
+export function scriptPlan(policy: LimitPolicy, prefix: string, tops: boolean): ScriptPlan {
+  const thresholds = policy.thresholds ?? [];
+  const topKeys: string[] = [];
+  const ownArgs = policy.windows.flatMap((w) => {
+    if (!tops || policy.topCallers !== true || w.period === undefined)
+      return [w.limit, windowArg(w, 0, thresholds)];
+    topKeys.push(topKey(prefix, policy.className, w.period));
+    return [w.limit, windowArg(w, topKeys.length, thresholds)];
+  });
+  const budgetArgs = flatWindows(policy)
+    .windows.slice(policy.windows.length)
+    .flatMap((w) => [w.limit, windowArg(w, 0, thresholds)]);
+  return {
+    keySuffixes: windowSuffixes(policy),
+    windowArgs: ownArgs,
+    flatArgs: [...ownArgs, ...budgetArgs],
+    cost: policy.cost ?? 1,
+    script: policy.algorithm === "sliding_log" ? "rlSlidingLog" : "rlSlidingWindow",
+    log: policy.algorithm === "sliding_log",
+    topKeys,
+  };
 }
 
 /** Reads `lua/<name>.lua` next to this module (the build copies them to `dist/`). */

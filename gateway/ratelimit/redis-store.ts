@@ -29,15 +29,15 @@ import { levelStatuses } from "./budgets.js";
 import {
   crossingsOf,
   luaSource,
+  scriptPlan,
   toDecision,
-  windowArg,
   type ScriptCommands,
   type ScriptPlan,
 } from "./lua-scripts.js";
 import { clusterTopUpdate, readTop } from "./redis-top-callers.js";
 import { topKey, type TopCallersReader, type TopEntry } from "./top-callers.js";
 import type { Period } from "../config/calendar-periods.js";
-import { callIndexes, callKey, flatWindows, windowKey, windowSuffixes } from "./storage-keys.js";
+import { callIndexes, callKey, windowKey } from "./storage-keys.js";
 
 /** The span of a counting call (SPEC §13; `db.system.name`, OpenTelemetry database conventions). */
 const REDIS_SPAN: ChildSpanSpec = Object.freeze({
@@ -197,28 +197,8 @@ export class RedisStore implements Limiter, TopCallersReader {
   private plan(policy: LimitPolicy): ScriptPlan {
     let plan = this.plans.get(policy);
     if (plan === undefined) {
-      // SPEC §21: thresholds and top-caller sets ride on the calendar windows' arguments; in
-      // Cluster the sets are not the script's (another slot): see top-callers.ts.
-      const thresholds = policy.thresholds ?? [];
-      const tops = policy.topCallers === true && !(this.client instanceof Cluster);
-      const topKeys: string[] = [];
-      const ownArgs = policy.windows.flatMap((w) => {
-        if (!tops || w.period === undefined) return [w.limit, windowArg(w, 0, thresholds)];
-        topKeys.push(topKey(this.prefix, policy.className, w.period));
-        return [w.limit, windowArg(w, topKeys.length, thresholds)];
-      });
-      const budgetArgs = flatWindows(policy)
-        .windows.slice(policy.windows.length)
-        .flatMap((w) => [w.limit, windowArg(w, 0, thresholds)]);
-      plan = {
-        keySuffixes: windowSuffixes(policy),
-        windowArgs: ownArgs,
-        flatArgs: [...ownArgs, ...budgetArgs],
-        cost: policy.cost ?? 1,
-        script: policy.algorithm === "sliding_log" ? "rlSlidingLog" : "rlSlidingWindow",
-        log: policy.algorithm === "sliding_log",
-        topKeys,
-      };
+      // SPEC §21: in Cluster the top-caller sets are not the script's (another slot).
+      plan = scriptPlan(policy, this.prefix, !(this.client instanceof Cluster));
       this.plans.set(policy, plan);
     }
     return plan;

@@ -66,7 +66,14 @@ export class MemoryTopCallers {
   constructor(private readonly maxMembers: number) {}
 
   /** Records `identity`'s count after a call in the period `[startMs, endMs)`. */
-  record(className: string, period: Period, startMs: number, endMs: number, identity: string, used: number): void {
+  record(
+    className: string,
+    period: Period,
+    startMs: number,
+    endMs: number,
+    identity: string,
+    used: number,
+  ): void {
     const id = `${className}:${period}`;
     let set = this.sets.get(id);
     if (set === undefined || set.startMs !== startMs) {

@@ -28,7 +28,7 @@ export interface WebhookTarget {
 export function loadWebhooks(config: GatewayConfig, baseDir: string): WebhookTarget[] {
   return (config.notifications?.webhooks ?? []).map((w, i) => {
     const file = path.resolve(baseDir, w.secret_file);
-    const segments = ["notifications", `webhooks[${i}]`, "secret_file"];
+    const segments = ["notifications", "webhooks", i, "secret_file"];
     let text: string;
     try {
       text = readFileSync(file, "utf8").replace(/\r?\n$/, "");

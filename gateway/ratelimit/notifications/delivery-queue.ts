@@ -167,7 +167,7 @@ export class DeliveryQueue {
       this.held--;
       this.options.count("failed");
       this.options.logger.warn(
-        { delivery: p.id, url: p.url, attempts: p.attempts, status, err: problem || undefined },
+        { delivery: p.id, url: originOf(p.url), attempts: p.attempts, status, err: problem || undefined },
         "webhook delivery given up",
       );
     } else {
@@ -190,4 +190,9 @@ export class DeliveryQueue {
     }
     this.drain();
   }
+}
+
+/** A webhook URL's origin: its path may hold a secret (many receivers put one there), never logged. */
+function originOf(url: string): string {
+  return new URL(url).origin;
 }

@@ -95,7 +95,7 @@ local function calendar_window(i, limit)
   local h
   if list ~= '' then
     local fractions, units, fields = {}, {}, { 's', 'c' }
-    for f, u in string.gmatch(list, '([%d.]+)@(%d+)') do
+    for f, u in string.gmatch(list, '([^@,]+)@(%d+)') do
       fractions[#fractions + 1] = f
       units[#units + 1] = tonumber(u)
       fields[#fields + 1] = 'n' .. f

@@ -20,10 +20,11 @@ import { randomUUID } from "node:crypto";
 import type { Logger } from "pino";
 import { Agent, request } from "undici";
 import type { Clock } from "../../base/clock.js";
+import type { WebhookDeliveryResult } from "../../base/results.js";
 import { signatureOf } from "./signature.js";
 
 /** The results counted in `gateway_webhook_deliveries_total{result}`. */
-export type DeliveryResult = "delivered" | "retried" | "failed" | "dropped";
+export type DeliveryResult = WebhookDeliveryResult;
 
 /** One POST to one webhook, the same on every attempt. */
 export interface Delivery {

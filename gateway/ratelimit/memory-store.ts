@@ -51,8 +51,10 @@ export class MemoryStore implements Limiter, TopCallersReader {
   private readonly found: WindowState[] = [];
   private readonly keys: string[] = [];
   private readonly bounds: PeriodBounds = { startMs: 0, endMs: 0 };
-  /** Threshold crossings and top callers (SPEC §21). */
+  /** Threshold crossings and top callers (SPEC §21), and their scratch of decided windows. */
   private readonly usage: MemoryUsageOps;
+  private readonly decided: DecidedWindow[] = [];
+  private readonly decidedPool: DecidedWindow[] = [];
 
   constructor({ clock, maxKeys = 100_000, limitDivisor = 1 }: MemoryStoreOptions) {
     this.clock = clock;
@@ -217,18 +219,27 @@ export class MemoryStore implements Limiter, TopCallersReader {
     // SPEC §21, only for policies that ask: the calendar windows' crossings and top callers.
     let crossings: Decision["crossings"];
     if ((count || charging) && (policy.thresholds !== undefined || policy.topCallers === true)) {
-      const decided: DecidedWindow[] = [];
+      const decided = this.decided;
+      decided.length = 0;
       for (let i = 0; i < n; i++) {
         const w = flat.windows[indexes[i]!]!;
         if (w.period === undefined) continue;
-        decided.push({
-          index: indexes[i]!,
+        // Scratch entries, one per calendar window, reused from call to call.
+        const e = (this.decidedPool[decided.length] ??= {
+          index: 0,
           window: w,
-          key: keys[i]!,
-          limit: Math.ceil(w.limit / this.divisor),
-          used: (found[i] as CounterState).curr,
-          fits: verdicts[i]!.fits,
+          key: "",
+          limit: 0,
+          used: 0,
+          fits: true,
         });
+        e.index = indexes[i]!;
+        e.window = w;
+        e.key = keys[i]!;
+        e.limit = Math.ceil(w.limit / this.divisor);
+        e.used = (found[i] as CounterState).curr;
+        e.fits = verdicts[i]!.fits;
+        decided.push(e);
       }
       const admitted = allowed || charging;
       const added = charging ? units : admitted ? cost : 0;

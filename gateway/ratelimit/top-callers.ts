@@ -61,7 +61,8 @@ interface PeriodSet {
  * per set (the memory store's own bound on what it remembers): a new identity beyond is not added.
  */
 export class MemoryTopCallers {
-  private readonly sets = new Map<string, PeriodSet>();
+  /** Per class, per period kind (nested maps: no key built per call). */
+  private readonly sets = new Map<string, Map<Period, PeriodSet>>();
 
   constructor(private readonly maxMembers: number) {}
 
@@ -74,11 +75,15 @@ export class MemoryTopCallers {
     identity: string,
     used: number,
   ): void {
-    const id = `${className}:${period}`;
-    let set = this.sets.get(id);
+    let byPeriod = this.sets.get(className);
+    if (byPeriod === undefined) {
+      byPeriod = new Map();
+      this.sets.set(className, byPeriod);
+    }
+    let set = byPeriod.get(period);
     if (set === undefined || set.startMs !== startMs) {
       set = { startMs, endMs, counts: new Map() };
-      this.sets.set(id, set);
+      byPeriod.set(period, set);
     }
     if (set.counts.size < this.maxMembers || set.counts.has(identity)) set.counts.set(identity, used);
   }
@@ -88,7 +93,7 @@ export class MemoryTopCallers {
    * @returns at most `n`, heaviest first
    */
   top(className: string, period: Period, n: number, nowMs: number): TopEntry[] {
-    const set = this.sets.get(`${className}:${period}`);
+    const set = this.sets.get(className)?.get(period);
     if (set === undefined || nowMs >= set.endMs || nowMs < set.startMs) return [];
     return [...set.counts]
       .sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? 1 : a[0] > b[0] ? -1 : 0))

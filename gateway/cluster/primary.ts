@@ -27,6 +27,7 @@ import type { AddressInfo } from "node:net";
 import pino, { type DestinationStream, type Logger } from "pino";
 import { Registry } from "prom-client";
 import { createAdminServer } from "../server/admin.js";
+import { GroupTopCallers } from "./group-usage.js";
 import { ListenError, listenOn } from "../server/listen.js";
 import { ConfigFollower } from "../config/follow.js";
 import type { LoadedConfig } from "../config/load.js";
@@ -75,6 +76,8 @@ class Primary {
   /** Health checks run here once for the group; `GET /upstreams` combines the workers. */
   private readonly pools: GroupUpstreams;
   private readonly members = new Map<number, Member>();
+  /** `GET /usage/top` (SPEC §21), read from the shared Redis. */
+  private readonly tops = new GroupTopCallers(() => this.current.config);
   /** `reload.watch` (SPEC §20). */
   private readonly follower: ConfigFollower;
   private readonly count: number;
@@ -109,6 +112,7 @@ class Primary {
       registry: { contentType: this.registry.contentType, metrics: () => this.groupMetrics() },
       ready: () => this.ready(),
       upstreams: () => this.pools.snapshot(),
+      routes: [this.tops.route],
     });
   }
 
@@ -268,6 +272,7 @@ class Primary {
     this.logger.info({ signal }, "shutting down");
     this.follower.close();
     this.admin.close();
+    this.tops.close();
     void this.pools.stop();
     for (const m of this.members.values()) m.send({ type: "gw:stop" });
     const deadline = setTimeout(() => {

@@ -33,6 +33,9 @@ import { Classifier } from "../routing/classify.js";
 import { RouteTable } from "../routing/routes.js";
 import { VERSION } from "../base/version.js";
 import { budgetClaimsOf } from "../ratelimit/budgets.js";
+import { DeliveryQueue } from "../ratelimit/notifications/delivery-queue.js";
+import { ThresholdNotifier } from "../ratelimit/notifications/threshold-notifier.js";
+import { loadWebhooks } from "../ratelimit/notifications/webhooks.js";
 
 /** Shared dependencies (injected; no module singletons). */
 export interface RuntimeDeps {
@@ -82,6 +85,11 @@ export interface Runtime {
   readonly cors: CorsPolicy | null;
   /** Tracing (SPEC §13), or null when no endpoint is configured: then no request allocates a span. */
   readonly tracing: Tracing | null;
+  /**
+   * Threshold notifications (SPEC §21), or null without `notifications`. Its delivery queue is
+   * the previous configuration's when the bound is unchanged, so a reload loses no delivery.
+   */
+  readonly notifier: ThresholdNotifier | null;
 }
 
 /**
@@ -155,6 +163,8 @@ export function buildRuntime(config: GatewayConfig, deps: RuntimeDeps, previous?
       endpointsOf(u).map((e) => upstreamTls(name, u, e.url, deps.baseDir)),
     );
   }
+  // Webhook secrets are re-read on every reload (SPEC §21).
+  const webhooks = loadWebhooks(config, deps.baseDir);
   const auth = keepAuth
     ? previous.auth
     : new AuthenticatorChain(authenticatorsOf(config, deps), config.auth.schemes);
@@ -201,7 +211,29 @@ export function buildRuntime(config: GatewayConfig, deps: RuntimeDeps, previous?
         : kept !== null && same(kept.settings, traceSettings)
           ? kept
           : new Tracing(traceSettings, metricOutcomes(deps.metrics), VERSION),
+    notifier: notifierOf(config, webhooks, deps, previous?.notifier ?? null),
   };
+}
+
+/** The notifier of `config`, on the previous one's queue when its bound did not change. */
+function notifierOf(
+  config: GatewayConfig,
+  webhooks: ReturnType<typeof loadWebhooks>,
+  deps: RuntimeDeps,
+  previous: ThresholdNotifier | null,
+): ThresholdNotifier | null {
+  const n = config.notifications;
+  if (n === undefined) return null;
+  const queue =
+    previous !== null && previous.queue.capacity === n.queue_size
+      ? previous.queue
+      : new DeliveryQueue({
+          capacity: n.queue_size,
+          count: (result) => deps.metrics.webhookDeliveries.inc({ result }),
+          logger: deps.logger,
+          clock: deps.clock,
+        });
+  return new ThresholdNotifier(webhooks, queue);
 }
 
 /**
@@ -240,6 +272,9 @@ export async function releaseRuntime(old: Runtime, live: readonly Runtime[] = []
   for (const u of old.upstreams.values()) for (const e of u.endpoints) if (!inUse.has(e)) e.close();
   if (!live.some((rt) => rt.auth === old.auth)) await old.auth.close();
   if (!live.some((rt) => rt.limiter === old.limiter)) await old.limiter.limiter.close();
+  // A replaced queue finishes what it holds (its timers do not keep the process up); at shutdown
+  // (no `live`) what is still held is lost.
+  if (old.notifier !== null && live.length === 0) await old.notifier.queue.close();
   // Flushes the spans still queued (bounded: a dead collector does not hold the shutdown).
   if (old.tracing !== null && !live.some((rt) => rt.tracing === old.tracing)) await old.tracing.shutdown();
 }

@@ -71,6 +71,8 @@ export interface GatewayMetrics {
   inflight: Gauge;
   tracingSpansExported: Counter;
   tracingSpansDropped: Counter<"reason">;
+  /** Webhook deliveries (SPEC §21) by result: delivered, retried, failed (given up), dropped (queue full). */
+  webhookDeliveries: Counter<"result">;
 }
 
 /**
@@ -220,6 +222,12 @@ export function createMetrics(registry: Registry, version: string): GatewayMetri
       name: "gateway_tracing_spans_dropped_total",
       help: "Sampled spans never delivered, by reason (queue_full, export_failed).",
       labelNames: ["reason"],
+      registers,
+    }),
+    webhookDeliveries: new Counter({
+      name: "gateway_webhook_deliveries_total",
+      help: "Threshold webhook deliveries by result (delivered, retried, failed, dropped).",
+      labelNames: ["result"],
       registers,
     }),
   };

@@ -14,6 +14,7 @@ import { hasCalendarWindows, warnIfVolatile } from "./redis-persistence.js";
 import { RedisStore } from "./redis-store.js";
 import { RejectionCache } from "./rejection-cache.js";
 import { SpentQuotas } from "./spent-quotas.js";
+import type { TopCallersReader } from "./top-callers.js";
 
 /** Dependencies of {@link createLimiter}. */
 export interface LimiterDeps {
@@ -27,6 +28,11 @@ export interface LimiterDeps {
 /** A limiter plus its readiness (for `/readyz`). */
 export interface LimiterHandle {
   limiter: Limiter;
+  /**
+   * The top callers the store keeps (SPEC §21 `GET /usage/top`): the memory store's, or Redis's
+   * (also while failing open: the sets are the shared ones, read from Redis or not at all).
+   */
+  top: TopCallersReader;
   /** True when the store answers or the gateway is failing open (SPEC §8 `/readyz`). */
   ready(): boolean;
   /**
@@ -47,7 +53,7 @@ export function createLimiter(config: GatewayConfig, deps: LimiterDeps): Limiter
   const redis = rl.store.redis;
   if (redis === undefined) {
     const memory = new MemoryStore({ clock: deps.clock, maxKeys: rl.memory.max_keys });
-    return { limiter: memory, ready: () => true, started: () => Promise.resolve() };
+    return { limiter: memory, top: memory, ready: () => true, started: () => Promise.resolve() };
   }
   const store = new RedisStore({ redis, logger: deps.logger });
   const failover = new FailoverLimiter({
@@ -85,5 +91,10 @@ export function createLimiter(config: GatewayConfig, deps: LimiterDeps): Limiter
     metrics: deps.metrics,
     monotonicMs: () => deps.clock.monotonicMs(),
   });
-  return { limiter, ready: () => open || failover.healthy, started: () => store.started() };
+  return {
+    limiter,
+    top: store,
+    ready: () => open || failover.healthy,
+    started: () => store.started(),
+  };
 }

@@ -14,11 +14,14 @@ export interface AdminOptions {
   ready(): boolean;
   /** `GET /upstreams` (SPEC §16): each upstream's balancer and endpoints, by name. */
   upstreams(): Promise<Record<string, unknown>>;
+  /** Extra routes (SPEC §21 `/usage/top`): each handles its path and returns true, else false. */
+  routes?: readonly ((req: http.IncomingMessage, res: http.ServerResponse) => boolean)[];
 }
 
 /** Creates (does not bind) the admin server. */
-export function createAdminServer({ registry, ready, upstreams }: AdminOptions): Server {
+export function createAdminServer({ registry, ready, upstreams, routes = [] }: AdminOptions): Server {
   return http.createServer((req, res) => {
+    for (const route of routes) if (route(req, res)) return;
     const path = (req.url ?? "/").split("?")[0];
     if (req.method !== "GET" && req.method !== "HEAD")
       return send(res, 405, "text/plain", "method not allowed\n");

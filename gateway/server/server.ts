@@ -2,12 +2,13 @@
  * A gateway instance: the API listener, the admin listener, its registry and its runtime.
  * Many instances can live in one process (tests): nothing here is a module singleton.
  */
-import type { Server } from "node:http";
+import type { IncomingMessage, Server } from "node:http";
 import type https from "node:https";
 import type { AddressInfo } from "node:net";
 import type { Logger } from "pino";
 import { Registry } from "prom-client";
 import { createAdminServer } from "./admin.js";
+import { calendarPeriodsByClass, usageTopRoute } from "./usage-top.js";
 import { HttpDrain } from "./http-drain.js";
 import { listenOn } from "./listen.js";
 import { systemClock, type Clock } from "../base/clock.js";
@@ -56,6 +57,11 @@ export interface GatewayOptions {
    * probes once for the group and sends the results ({@link Gateway.applyHealth}). @default true
    */
   healthChecks?: boolean;
+  /**
+   * The admin token check of `/usage/top` (SPEC §21): true lets the request through. Absent: the
+   * path answers 404 (as without `admin.token_file`). To be wired to `admin.token_file`.
+   */
+  authorizeAdmin?: (req: IncomingMessage) => boolean;
 }
 
 /** A configuration built and checked, not yet serving (SPEC §15: applied by every worker or none). */
@@ -170,6 +176,12 @@ export function createGateway(loaded: LoadedConfig, options: GatewayOptions = {}
     registry,
     ready: () => runtime.limiter.ready(),
     upstreams: async () => gateway.upstreams(),
+    routes: [
+      usageTopRoute({
+        current: () => ({ reader: runtime.limiter.top, periods: calendarPeriodsByClass(runtime.config) }),
+        authorize: options.authorizeAdmin,
+      }),
+    ],
   });
   const withAdmin = options.admin ?? true;
 

@@ -36,3 +36,6 @@ export type JwtValidationResult =
 export type UpstreamErrorReason = "connect" | "timeout" | "reset";
 /** `gateway_tracing_spans_dropped_total` reason label (SPEC §13). */
 export type SpanDropReason = "queue_full" | "export_failed";
+
+/** `gateway_webhook_deliveries_total{result}` (SPEC §21): delivered, retried, given up, queue full. */
+export type WebhookDeliveryResult = "delivered" | "retried" | "failed" | "dropped";

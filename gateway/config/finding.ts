@@ -11,10 +11,10 @@ export interface ConfigFinding {
  * even when a key contains dots (an upstream named `docs.v2`).
  */
 export class ConfigFileError extends Error {
-  readonly segments: readonly string[];
+  readonly segments: readonly (string | number)[];
   readonly detail: string;
 
-  constructor(segments: readonly string[], detail: string, options?: { cause?: unknown }) {
+  constructor(segments: readonly (string | number)[], detail: string, options?: { cause?: unknown }) {
     super(`${segments.join(".")}: ${detail}`, options);
     this.name = "ConfigFileError";
     this.segments = segments;

@@ -1,6 +1,6 @@
 /**
  * The files a configuration names (the static tokens file, the API listener's TLS files, each
- * upstream's TLS files), and the hash that identifies an applied configuration (SPEC §20: a fleet's
+ * upstream's TLS files, each webhook's secret), and the hash that identifies an applied configuration (SPEC §20: a fleet's
  * versions can be compared in its reload lines and `gateway_config_info{hash}`).
  */
 import { createHash } from "node:crypto";
@@ -16,6 +16,7 @@ export function namedFiles(config: GatewayConfig, baseDir: string): string[] {
     config.listen.tls?.cert_file,
     config.listen.tls?.key_file,
     config.listen.tls?.client_ca_file,
+    ...(config.notifications?.webhooks ?? []).map((w) => w.secret_file),
     ...Object.values(config.upstreams).flatMap((u) => [u.tls?.ca_file, u.tls?.cert_file, u.tls?.key_file]),
   ];
   return [...new Set(files.filter((f) => f !== undefined).map((f) => path.resolve(baseDir, f)))];

@@ -129,6 +129,12 @@ export const rateLimitsSchema = z
       .default({ windows: [{ limit: 60, window_s: 3600 }] })
       .describe("Windows for unauthenticated calls, keyed by client IP."),
     identity: identitySchema.default("subject"),
+    top_callers: z
+      .boolean()
+      .default(true)
+      .describe(
+        "Keep each class's top callers per calendar period (SPEC §21 `GET /usage/top`); false saves the sorted sets.",
+      ),
     quota_utc_offset: z
       .string()
       .default("+00:00")

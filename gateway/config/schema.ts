@@ -15,6 +15,7 @@ import { rateLimitsSchema } from "./rate-limits-schema.js";
 import { routeSchema } from "./route-schema.js";
 import { reloadSchema } from "./reload-schema.js";
 import { loadSheddingSchema } from "./shedding-schema.js";
+import { notificationsSchema } from "./notifications-schema.js";
 import { listenTlsSchema } from "./tls-schema.js";
 import { tracingSchema } from "./tracing-schema.js";
 import { upstreamSchema } from "./upstream-schema.js";
@@ -80,6 +81,9 @@ export const gatewayConfigSchema = z.strictObject({
   decision: decisionSchema
     .optional()
     .describe("The decision listener for an existing edge proxy (SPEC §23); none without it."),
+  notifications: notificationsSchema
+    .optional()
+    .describe("Webhooks told of threshold crossings in calendar windows (SPEC §21); none without it."),
   load_shedding: loadSheddingSchema
     .optional()
     .describe("Priorities by plan and their shares of each upstream's limit (SPEC §18); none without it."),

@@ -32,6 +32,9 @@ export class Decisions {
       return null;
     }
     this.record(scope, policy, decision);
+    // SPEC §21: a crossing found in this call's round trip is queued, never waited for.
+    if (decision.crossings !== undefined)
+      scope.runtime.notifier?.notify(key, policy, scope.budgets, decision);
     return decision;
   }
 

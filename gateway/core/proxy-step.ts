@@ -219,6 +219,8 @@ export class ProxyStep implements ExchangeHooks<RequestScope> {
       const limiter = scope.runtime.limiter.limiter;
       const d = await limiter.charge(scope.identityKey, policy, units, scope.budgets);
       this.hot.unitsSpent(policy.className, "charge", units);
+      if (d.crossings !== undefined)
+        scope.runtime.notifier?.notify(scope.identityKey, policy, scope.budgets, d);
       scope.decision = d;
       scope.headers = rateLimitHeaders(d, policy, scope.budgets);
     } catch {

@@ -16,7 +16,6 @@ import type { Clock } from "../base/clock.js";
 import { CorsPolicy } from "../cors/cors-policy.js";
 import type { GatewayConfig } from "../config/schema.js";
 import type { GatewayMetrics } from "../observability/metrics.js";
-import type { EndpointAvailability, UpstreamLoad } from "../observability/upstream-metrics.js";
 import { httpCallSpan } from "../observability/tracing/request-trace.js";
 import { tracingSettings } from "../observability/tracing/settings.js";
 import { metricOutcomes } from "../observability/tracing/span-accounting.js";
@@ -34,6 +33,9 @@ import { RouteTable } from "../routing/routes.js";
 import { VERSION } from "../base/version.js";
 import { budgetClaimsOf } from "../ratelimit/budgets.js";
 import { readAdminTokenDigest } from "../config/admin-token.js";
+import { DeliveryQueue } from "../ratelimit/notifications/delivery-queue.js";
+import { ThresholdNotifier } from "../ratelimit/notifications/threshold-notifier.js";
+import { loadWebhooks } from "../ratelimit/notifications/webhooks.js";
 
 /** Shared dependencies (injected; no module singletons). */
 export interface RuntimeDeps {
@@ -88,6 +90,11 @@ export interface Runtime {
    * `/usage` and `/overrides` answer 404). Read at every load, so a reload picks up a new token.
    */
   readonly adminTokenDigest: Buffer | null;
+  /**
+   * Threshold notifications (SPEC §21), or null without `notifications`. Its delivery queue is
+   * the previous configuration's when the bound is unchanged, so a reload loses no delivery.
+   */
+  readonly notifier: ThresholdNotifier | null;
 }
 
 /**
@@ -162,6 +169,8 @@ export function buildRuntime(config: GatewayConfig, deps: RuntimeDeps, previous?
     );
   }
   const adminTokenDigest = readAdminTokenDigest(config, deps.baseDir);
+  // Webhook secrets are re-read on every reload (SPEC §21).
+  const webhooks = loadWebhooks(config, deps.baseDir);
   const auth = keepAuth
     ? previous.auth
     : new AuthenticatorChain(authenticatorsOf(config, deps), config.auth.schemes);
@@ -213,7 +222,29 @@ export function buildRuntime(config: GatewayConfig, deps: RuntimeDeps, previous?
           ? kept
           : new Tracing(traceSettings, metricOutcomes(deps.metrics), VERSION),
     adminTokenDigest,
+    notifier: notifierOf(config, webhooks, deps, previous?.notifier ?? null),
   };
+}
+
+/** The notifier of `config`, on the previous one's queue when its bound did not change. */
+function notifierOf(
+  config: GatewayConfig,
+  webhooks: ReturnType<typeof loadWebhooks>,
+  deps: RuntimeDeps,
+  previous: ThresholdNotifier | null,
+): ThresholdNotifier | null {
+  const n = config.notifications;
+  if (n === undefined) return null;
+  const queue =
+    previous !== null && previous.queue.capacity === n.queue_size
+      ? previous.queue
+      : new DeliveryQueue({
+          capacity: n.queue_size,
+          count: (result) => deps.metrics.webhookDeliveries.inc({ result }),
+          logger: deps.logger,
+          clock: deps.clock,
+        });
+  return new ThresholdNotifier(webhooks, queue);
 }
 
 /**
@@ -259,21 +290,9 @@ export async function releaseRuntime(old: Runtime, live: readonly Runtime[] = []
     old.limiter.usage.close();
     await old.limiter.limiter.close();
   }
+  // A replaced queue finishes what it holds (its timers do not keep the process up); at shutdown
+  // (no `live`) what is still held is lost.
+  if (old.notifier !== null && live.length === 0) await old.notifier.queue.close();
   // Flushes the spans still queued (bounded: a dead collector does not hold the shutdown).
   if (old.tracing !== null && !live.some((rt) => rt.tracing === old.tracing)) await old.tracing.shutdown();
-}
-
-/** Every upstream's concurrency limit and tries in flight, as the SPEC §18 gauges read them. */
-export function* upstreamLoads(rt: Runtime): Iterable<UpstreamLoad> {
-  for (const [upstream, u] of rt.upstreams) {
-    yield { upstream, limit: u.admission === null ? null : u.admission.limit, inFlight: u.inFlight() };
-  }
-}
-
-/** Every endpoint's availability, for `gateway_upstream_endpoint_available`. */
-export function* endpointStates(rt: Runtime): Iterable<EndpointAvailability> {
-  for (const [upstream, u] of rt.upstreams) {
-    u.refreshEjections();
-    for (const e of u.endpoints) yield { upstream, endpoint: e.name, available: e.available };
-  }
 }

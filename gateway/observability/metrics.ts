@@ -73,6 +73,8 @@ export interface GatewayMetrics {
   inflight: Gauge;
   tracingSpansExported: Counter;
   tracingSpansDropped: Counter<"reason">;
+  /** Webhook deliveries (SPEC §21) by result: delivered, retried, failed (given up), dropped (queue full). */
+  webhookDeliveries: Counter<"result">;
 }
 
 /**
@@ -199,7 +201,7 @@ export function createMetrics(registry: Registry, version: string): GatewayMetri
     configReloads: new Counter({ ...CONFIG_RELOADS, registers }),
     adminRequests: new Counter({
       name: "gateway_admin_requests_total",
-      help: "Usage operations on the admin listener (/usage, /overrides) by action (usage_read, usage_reset, override_put, override_get, override_delete, override_list, unknown) and HTTP status code.",
+      help: "Usage operations on the admin listener (/usage, /overrides) by action (usage_read, usage_top, usage_reset, override_put, override_get, override_delete, override_list, unknown) and HTTP status code.",
       labelNames: ["action", "code"],
       registers,
     }),
@@ -228,6 +230,12 @@ export function createMetrics(registry: Registry, version: string): GatewayMetri
       name: "gateway_tracing_spans_dropped_total",
       help: "Sampled spans never delivered, by reason (queue_full, export_failed).",
       labelNames: ["reason"],
+      registers,
+    }),
+    webhookDeliveries: new Counter({
+      name: "gateway_webhook_deliveries_total",
+      help: "Threshold webhook deliveries by result (delivered, retried, failed, dropped).",
+      labelNames: ["result"],
       registers,
     }),
   };

@@ -74,7 +74,8 @@ export class MemoryAdminStore implements AdminStore {
   }
 
   deleteKeys(_identity: string, keys: readonly string[]): Promise<void> {
-    this.store.forget(keys);
+    const drop = new Set(keys);
+    this.store.forgetWhere((k) => drop.has(k));
     return Promise.resolve();
   }
 
@@ -84,7 +85,10 @@ export class MemoryAdminStore implements AdminStore {
 
   memberKeys(identity: string): Promise<string[]> {
     return Promise.resolve(
-      this.store.findKeys((k) => k.startsWith("{claim:") && k.slice(k.indexOf("}") + 1).startsWith(identity)),
+      this.store.forgetWhere(
+        (k) => k.startsWith("{claim:") && k.slice(k.indexOf("}") + 1).startsWith(identity),
+        true,
+      ),
     );
   }
 }

@@ -18,6 +18,7 @@ import { MemoryAdminStore } from "./admin-store.js";
 import { Overrides } from "./overrides.js";
 import { RedisAdminStore } from "./redis-admin-store.js";
 import { UsageControl } from "./usage-control.js";
+import type { TopCallersReader } from "./top-callers.js";
 
 /** Dependencies of {@link createLimiter}. */
 export interface LimiterDeps {
@@ -43,6 +44,11 @@ export interface LimiterHandle {
    * with the limiter.
    */
   usage: UsageControl;
+  /**
+   * The top callers the store keeps (SPEC §21 `GET /usage/top`): the memory store's, or Redis's
+   * (also while failing open: the sets are the shared ones, read from Redis or not at all).
+   */
+  top: TopCallersReader;
   /** True when the store answers or the gateway is failing open (SPEC §8 `/readyz`). */
   ready(): boolean;
   /**
@@ -70,7 +76,14 @@ export function createLimiter(config: GatewayConfig, deps: LimiterDeps): Limiter
       cache: null,
       logger: deps.logger,
     });
-    return { limiter: memory, store: memory, usage, ready: () => true, started: () => Promise.resolve() };
+    return {
+      limiter: memory,
+      store: memory,
+      usage,
+      top: memory,
+      ready: () => true,
+      started: () => Promise.resolve(),
+    };
   }
   const store = new RedisStore({ redis, logger: deps.logger });
   // Each replica enforces ceil(limit / expected_replicas) while Redis is down.
@@ -125,7 +138,7 @@ export function createLimiter(config: GatewayConfig, deps: LimiterDeps): Limiter
         limiter.forget(identity);
         if (identity === null) return;
         spentQuotas.forget(identity);
-        fallback.forgetIdentity(identity);
+        fallback.forgetWhere((k) => k.startsWith(`{${identity}}`));
       },
     },
     logger: deps.logger,
@@ -135,6 +148,7 @@ export function createLimiter(config: GatewayConfig, deps: LimiterDeps): Limiter
     limiter,
     store: failover,
     usage,
+    top: store,
     ready: () => open || failover.healthy,
     started: () => store.started(),
   };

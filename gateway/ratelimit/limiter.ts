@@ -75,6 +75,30 @@ export interface LimitPolicy {
   budgets?: readonly BudgetLevel[];
   /** Units a call spends in every window it counts in (SPEC §22 `cost`). @default 1 */
   cost?: number;
+  /**
+   * Fractions of a calendar window's limit whose crossing a count or a charge reports (SPEC §21
+   * notifications), ascending; absent: none, and the store does no extra work.
+   */
+  thresholds?: readonly number[];
+  /**
+   * Keep, per calendar window of the identity's own, the class's top callers of the period
+   * (SPEC §21 `GET /usage/top`). @default false
+   */
+  topCallers?: boolean;
+}
+
+/**
+ * A threshold crossing reported by a count or a charge (SPEC §21): the window's count went from
+ * below `threshold × limit` to at least it, or the call was refused by it (`threshold` 1). Reported
+ * once per identity (or budget), class, period and threshold, whichever replica made the call.
+ */
+export interface Crossing {
+  /** The calendar window, a flat index (`flatWindows`: own windows, then budgets'). */
+  windowIndex: number;
+  /** The fraction crossed, one of `LimitPolicy.thresholds`. */
+  threshold: number;
+  /** Units counted in the window's current period after the call. */
+  used: number;
 }
 
 /**
@@ -106,6 +130,8 @@ export interface Decision {
    * a replica goes on counting from while failing open (SPEC §19).
    */
   calendarCounts?: readonly number[];
+  /** Threshold crossings of this count or charge (SPEC §21); absent when none. */
+  crossings?: readonly Crossing[];
   /**
    * A peek's report per budget the call belongs to (SPEC §22, `GET /rate_limit`), in
    * `policy.budgets` order; absent otherwise.

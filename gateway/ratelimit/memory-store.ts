@@ -11,6 +11,9 @@ import { calendarVerdict, type PeriodBounds } from "./calendar.js";
 import { levelStatuses } from "./budgets.js";
 import { callIndexes, callKey, flatWindows } from "./storage-keys.js";
 import type { BudgetKeys, CountMode, Decision, Limiter, LimitPolicy } from "./limiter.js";
+import { MemoryUsageOps, type DecidedWindow } from "./memory-usage-ops.js";
+import type { TopCallersReader, TopEntry } from "./top-callers.js";
+import type { Period } from "../config/calendar-periods.js";
 import {
   counterVerdict,
   logVerdict,
@@ -38,7 +41,7 @@ export interface MemoryStoreOptions {
 }
 
 /** The memory {@link Limiter}. */
-export class MemoryStore implements Limiter {
+export class MemoryStore implements Limiter, TopCallersReader {
   private readonly clock: Clock;
   private readonly divisor: number;
   /** One state per window, under the same key the Redis store uses (`callKey`, no prefix). */
@@ -48,11 +51,21 @@ export class MemoryStore implements Limiter {
   private readonly found: WindowState[] = [];
   private readonly keys: string[] = [];
   private readonly bounds: PeriodBounds = { startMs: 0, endMs: 0 };
+  /** Threshold crossings and top callers (SPEC §21), and their scratch of decided windows. */
+  private readonly usage: MemoryUsageOps;
+  private readonly decided: DecidedWindow[] = [];
+  private readonly decidedPool: DecidedWindow[] = [];
 
   constructor({ clock, maxKeys = 100_000, limitDivisor = 1 }: MemoryStoreOptions) {
     this.clock = clock;
     this.divisor = limitDivisor;
     this.states = new LRUCache({ max: maxKeys });
+    this.usage = new MemoryUsageOps(maxKeys);
+  }
+
+  /** The class's top callers of the current period (SPEC §21), on this store's clock. */
+  top(className: string, period: Period, n: number): Promise<TopEntry[]> {
+    return Promise.resolve(this.usage.tops.top(className, period, n, this.clock.nowMs()));
   }
 
   consume(
@@ -84,28 +97,15 @@ export class MemoryStore implements Limiter {
 
   close(): Promise<void> {
     this.states.clear();
+    this.usage.clear();
     return Promise.resolve();
   }
 
-  /**
-   * Drops the windows under `keys` (`callKey` form, no prefix): a usage reset (SPEC §21).
-   */
-  forget(keys: readonly string[]): void {
-    for (const k of keys) this.states.delete(k);
-  }
-
-  /** The keys (`callKey` form) that `test` accepts: a usage reset's search (SPEC §21). */
-  findKeys(test: (key: string) => boolean): string[] {
-    return [...this.states.keys()].filter(test);
-  }
-
-  /**
-   * Drops every window keyed under `identity`'s own hash tag (`{sub:alice}...`): the fail-open
-   * fallback's counts of an identity whose shared counts were reset (SPEC §21). Walks the keys.
-   */
-  forgetIdentity(identity: string): void {
-    const tag = `{${identity}}`;
-    for (const k of [...this.states.keys()]) if (k.startsWith(tag)) this.states.delete(k);
+  /** The windows' keys (`callKey` form) `test` accepts, dropped unless `keep` (SPEC §21 resets). */
+  forgetWhere(test: (key: string) => boolean, keep = false): string[] {
+    const keys = [...this.states.keys()].filter(test);
+    if (!keep) for (const k of keys) this.states.delete(k);
+    return keys;
   }
 
   /** Number of windows held (for tests and metrics). */
@@ -223,6 +223,35 @@ export class MemoryStore implements Limiter {
         if ((unstored & (1 << i)) !== 0) this.states.set(keys[i]!, state);
       }
     }
+    // SPEC §21, only for policies that ask: the calendar windows' crossings and top callers.
+    let crossings: Decision["crossings"];
+    if ((count || charging) && (policy.thresholds !== undefined || policy.topCallers === true)) {
+      const decided = this.decided;
+      decided.length = 0;
+      for (let i = 0; i < n; i++) {
+        const w = flat.windows[indexes[i]!]!;
+        if (w.period === undefined) continue;
+        // Scratch entries, one per calendar window, reused from call to call.
+        const e = (this.decidedPool[decided.length] ??= {
+          index: 0,
+          window: w,
+          key: "",
+          limit: 0,
+          used: 0,
+          fits: true,
+        });
+        e.index = indexes[i]!;
+        e.window = w;
+        e.key = keys[i]!;
+        e.limit = Math.ceil(w.limit / this.divisor);
+        e.used = (found[i] as CounterState).curr;
+        e.fits = verdicts[i]!.fits;
+        decided.push(e);
+      }
+      const admitted = allowed || charging;
+      const added = charging ? units : admitted ? cost : 0;
+      crossings = this.usage.after(identityKey, policy, decided, admitted, added, count, nowMs);
+    }
     found.fill(EMPTY_LOG); // hold no state past the call
     const r = pickReported(verdicts, allowed);
     const v = verdicts[r]!;
@@ -235,6 +264,7 @@ export class MemoryStore implements Limiter {
       nowMs,
       degraded: false,
     };
+    if (crossings !== undefined) d.crossings = crossings;
     // A peek with budgets reports each level too (SPEC §22, GET /rate_limit).
     if (mode === false || mode === "peek") {
       if (budgets !== null) {

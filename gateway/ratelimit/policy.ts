@@ -64,6 +64,10 @@ export interface PolicyExtras {
   budgets?: readonly BudgetLevel[];
   cost?: number;
   charge?: Readonly<{ header: string; max: number }> | null;
+  /** Threshold fractions reported for calendar windows (SPEC §21), ascending. @default none */
+  thresholds?: readonly number[];
+  /** Keep the top callers of the class's own calendar windows (SPEC §21). @default false */
+  topCallers?: boolean;
 }
 
 /**
@@ -208,6 +212,10 @@ export function resolvePolicy(
     budgets,
     cost: extras.cost ?? 1,
     charge: extras.charge ?? null,
+    ...(extras.thresholds === undefined || extras.thresholds.length === 0
+      ? {}
+      : { thresholds: Object.freeze([...extras.thresholds]) }),
+    ...(extras.topCallers === true ? { topCallers: true } : {}),
   });
 }
 
@@ -232,6 +240,10 @@ export function compilePolicies(config: GatewayConfig): PolicySet {
   const ietf = config.headers.ietf;
   const rl = config.rate_limits;
   const offsetMs = offsetMsOf(parseUtcOffset(rl.quota_utc_offset)!);
+  // SPEC §21: every webhook's fractions, once each; none without `notifications`.
+  const thresholds = [...new Set((config.notifications?.webhooks ?? []).flatMap((w) => w.thresholds))].sort(
+    (a, b) => a - b,
+  );
   const planPolicies = (name: string | null, overrides: Readonly<Record<string, PlanEntry>>) => {
     const byClass = new Map<string, ResolvedPolicy>();
     for (const [cls, c] of Object.entries(rl.classes)) {
@@ -246,6 +258,8 @@ export function compilePolicies(config: GatewayConfig): PolicySet {
           c.charge === undefined
             ? null
             : Object.freeze({ header: c.charge.header.toLowerCase(), max: c.charge.max }),
+        thresholds,
+        topCallers: rl.top_callers,
       };
       byClass.set(
         cls,

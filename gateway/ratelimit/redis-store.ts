@@ -21,19 +21,32 @@ import {
   type RequestTrace,
 } from "../observability/tracing/request-trace.js";
 import { type BudgetKeys, type CountMode, type Decision, type Limiter, type LimitPolicy } from "./limiter.js";
-import { Redis } from "ioredis";
+import { Cluster, Redis } from "ioredis";
 import { connectTimeoutMs, openRedis, type RedisClient } from "./redis-connection.js";
 import { RedisLink } from "./redis-link.js";
 import { ReplyWatch } from "./reply-watch.js";
 import { levelStatuses } from "./budgets.js";
-import { luaSource, toDecision, windowArg, type ScriptCommands, type ScriptPlan } from "./lua-scripts.js";
-import { callIndexes, callKey, flatWindows, windowKey, windowSuffixes } from "./storage-keys.js";
+import {
+  crossingsOf,
+  luaSource,
+  scriptPlan,
+  toDecision,
+  type ScriptCommands,
+  type ScriptPlan,
+} from "./lua-scripts.js";
+import { clusterTopUpdate, readTop } from "./redis-top-callers.js";
+import { topKey, type TopCallersReader, type TopEntry } from "./top-callers.js";
+import type { Period } from "../config/calendar-periods.js";
+import { callIndexes, callKey, windowKey } from "./storage-keys.js";
 
 /** The span of a counting call (SPEC §13; `db.system.name`, OpenTelemetry database conventions). */
 const REDIS_SPAN: ChildSpanSpec = Object.freeze({
   name: "ratelimit.redis",
   attributes: Object.freeze({ [ATTR_DB_SYSTEM_NAME]: "redis" }),
 });
+
+/** No top-caller member: a peek, or no set to update (ioredis flattens the empty array away). */
+const NO_MEMBER: readonly string[] = Object.freeze([]);
 
 /** Options of {@link RedisStore}. */
 export interface RedisStoreOptions {
@@ -44,7 +57,7 @@ export interface RedisStoreOptions {
 }
 
 /** The Redis {@link Limiter}. */
-export class RedisStore implements Limiter {
+export class RedisStore implements Limiter, TopCallersReader {
   /** The ioredis client (exposed for tests and diagnostics). */
   readonly client: RedisClient;
   private readonly scripts: ScriptCommands;
@@ -144,6 +157,19 @@ export class RedisStore implements Limiter {
     return this.link.started;
   }
 
+  /**
+   * The class's top callers of the current period (SPEC §21): one `ZREVRANGE`.
+   * @throws LimitStoreError (as a rejection) as for {@link consume}
+   */
+  async top(className: string, period: Period, n: number): Promise<TopEntry[]> {
+    await this.link.usable();
+    try {
+      return await this.watch.track(readTop(this.client, topKey(this.prefix, className, period), n));
+    } catch (err) {
+      throw this.link.failure(err);
+    }
+  }
+
   /** Drops the connection at once; calls in flight reject. */
   close(): Promise<void> {
     this.watch.close();
@@ -171,14 +197,8 @@ export class RedisStore implements Limiter {
   private plan(policy: LimitPolicy): ScriptPlan {
     let plan = this.plans.get(policy);
     if (plan === undefined) {
-      plan = {
-        keySuffixes: windowSuffixes(policy),
-        windowArgs: policy.windows.flatMap((w) => [w.limit, windowArg(w)]),
-        flatArgs: flatWindows(policy).windows.flatMap((w) => [w.limit, windowArg(w)]),
-        cost: policy.cost ?? 1,
-        script: policy.algorithm === "sliding_log" ? "rlSlidingLog" : "rlSlidingWindow",
-        log: policy.algorithm === "sliding_log",
-      };
+      // SPEC §21: in Cluster the top-caller sets are not the script's (another slot).
+      plan = scriptPlan(policy, this.prefix, !(this.client instanceof Cluster));
       this.plans.set(policy, plan);
     }
     return plan;
@@ -207,6 +227,9 @@ export class RedisStore implements Limiter {
         if (windowArgs !== plan.flatArgs) windowArgs.push(plan.flatArgs[2 * i]!, plan.flatArgs[2 * i + 1]!);
       }
     }
+    // SPEC §21: the top-caller sets follow the windows' keys, the identity after the windows' ARGV.
+    const member = plan.topKeys.length === 0 || mode === "peek" ? NO_MEMBER : [key];
+    if (member !== NO_MEMBER) for (const k of plan.topKeys) keys.push(k);
     const nonce = log && mode !== "peek" ? this.nonceTag + (this.seq++).toString(36) : "";
     const flag = mode === "count" ? "1" : mode === "peek" ? "0" : "2";
     // No offline queue: a connection that failed fails the call at once, one being set up is
@@ -216,13 +239,21 @@ export class RedisStore implements Limiter {
     try {
       this.batchTurn();
       reply = await this.watch.track(
-        this.scripts[script](keys.length, keys, flag, nonce, plan.cost, units, windowArgs),
+        this.scripts[script](keys.length, keys, flag, nonce, plan.cost, units, windowArgs, member),
       );
     } catch (err) {
       throw this.link.failure(err);
     }
     const d = toDecision(reply, mode !== "peek" ? -1 : units === 1 ? 6 + 2 * keys.length : 6);
     if (indexes !== null) d.windowIndex = indexes[d.windowIndex]!;
+    if (mode !== "peek") {
+      if (policy.thresholds !== undefined) {
+        const crossings = crossingsOf(d, reply as number[], policy.thresholds, indexes);
+        if (crossings !== undefined) d.crossings = crossings;
+      }
+      if (policy.topCallers === true && this.client instanceof Cluster && (d.allowed || mode === "charge"))
+        clusterTopUpdate(this.client, this.prefix, key, policy, d);
+    }
     if (indexes !== null && budgets !== null && mode === "peek") {
       const r = reply as number[];
       const limits = indexes.map((_, i) => Number(windowArgs[2 * i]));

@@ -1,7 +1,8 @@
 /**
  * Checks of the files a configuration names (SPEC §9: `gateway check` validates "a config (and the
- * files it names)"): the static tokens file, the API listener's certificate and key, and the
- * upstreams' TLS files, and the admin token file, each loaded exactly as the gateway loads it.
+ * files it names)"): the static tokens file, the API listener's certificate and key, the
+ * upstreams' TLS files, the webhooks' secret files and the admin token file, each loaded exactly as
+ * the gateway loads it.
  */
 import path from "node:path";
 import { loadStaticTokens } from "../auth/static-source.js";
@@ -13,6 +14,7 @@ import { ConfigFileError, type ConfigFinding } from "../config/finding.js";
 import type { GatewayConfig } from "../config/schema.js";
 import { budgetClaimsOf } from "../ratelimit/budgets.js";
 import { readAdminTokenDigest } from "../config/admin-token.js";
+import { loadWebhooks } from "../ratelimit/notifications/webhooks.js";
 
 const TOKENS_FILE = ["auth", "static", "tokens_file"] as const;
 
@@ -35,6 +37,7 @@ export function checkFiles(config: GatewayConfig, baseDir: string): ConfigFindin
   };
   tlsCheck(() => serverTls(config, baseDir));
   tlsCheck(() => readAdminTokenDigest(config, baseDir));
+  tlsCheck(() => loadWebhooks(config, baseDir)); // SPEC §21: each webhook's secret file
   for (const [name, u] of Object.entries(config.upstreams)) {
     for (const e of endpointsOf(u)) tlsCheck(() => upstreamTls(name, u, e.url, baseDir));
   }

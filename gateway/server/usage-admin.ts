@@ -1,5 +1,6 @@
 /**
  * The usage endpoints of the admin listener (SPEC §21): `GET /usage/<identity>[?plan=]`,
+ * `GET /usage/top` (answered by `usage-top.ts`),
  * `POST /usage/<identity>/reset`, `GET /overrides`, `GET|PUT|DELETE /overrides/<identity>`.
  *
  * Transport-free: a call is plain data (method, target, `Authorization`, body) and so is the
@@ -18,6 +19,7 @@ import type { Runtime } from "../core/runtime.js";
 import { isUsageIdentity, planOf, readUsage, resetKeys } from "../core/identity-usage.js";
 import type { GatewayMetrics } from "../observability/metrics.js";
 import type { Override } from "../ratelimit/overrides.js";
+import { calendarPeriodsByClass, topCallers } from "./usage-top.js";
 
 /** One admin call as the listener received it. */
 export interface AdminCall {
@@ -40,6 +42,7 @@ export interface AdminAnswer {
 /** The `action` label of `gateway_admin_requests_total`. */
 export type AdminAction =
   | "usage_read"
+  | "usage_top"
   | "usage_reset"
   | "override_put"
   | "override_get"
@@ -113,6 +116,11 @@ export class UsageAdmin {
     const usage = rt.limiter.usage;
     const nowMs = rt.clock.nowMs();
     switch (route.action) {
+      case "usage_top": {
+        const periods = calendarPeriodsByClass(rt.config);
+        const a = await topCallers(rt.limiter.top, periods, url.searchParams);
+        return { status: a.status, body: JSON.stringify(a.body), headers: {} };
+      }
       case "usage_read": {
         const planName = url.searchParams.get("plan");
         const plan = planOf(rt, identity!, planName);
@@ -193,6 +201,8 @@ function routeOf(method: string, path: string): Route {
       identity = "";
     }
   }
+  if (seg[0] === "usage" && seg.length === 2 && seg[1] === "top")
+    return { action: "usage_top", allow: "GET, HEAD", identity: null };
   if (seg[0] === "usage" && seg.length === 2 && identity !== "")
     return { action: "usage_read", allow: "GET, HEAD", identity };
   if (seg[0] === "usage" && seg.length === 3 && seg[2] === "reset")

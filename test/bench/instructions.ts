@@ -10,7 +10,9 @@
  * calendar window beside its sliding one), `two` (a second sliding window instead), `budget` (a
  * budget shared by an organisation beside the class's window, SPEC §22, the token carrying the
  * claim), `redis`, `redis-quota`, `redis-two` and `redis-budget` (the same on the Redis store at
- * `BENCH_REDIS_URL`), default
+ * `BENCH_REDIS_URL`), `quota-ops` and `redis-quota-ops` (as `quota`, with SPEC §21's top callers
+ * and a webhook of two thresholds: the per-call cost of usage operations, paired with `quota`,
+ * which keeps neither), default
  * `off,0,0.01,1`; requests: measured requests per variant (4000). Each variant is a gateway
  * from dist/ (memory store, one static token) under callgrind with `--instr-atstart=no` and
  * `node --single-threaded` (compilation and GC on the counted thread): the same number of requests
@@ -104,7 +106,7 @@ const longToken = idp === undefined ? undefined : longOpaqueToken(jwt.length);
 function variantConfig(variant: string): GatewayVariant {
   if (variant === "jwt") return { jwt: { issuer: idp!.issuer, audience: AUDIENCE } };
   if (variant === "off" || variant === "long") return {};
-  const store = /^(redis)?-?(quota|two|budget)?$/.exec(variant);
+  const store = /^(redis)?-?(quota|two|budget)?(-ops)?$/.exec(variant);
   if (store === null || (store[1] === undefined && store[2] === undefined))
     return { tracing: { endpoint: sink.endpoint, sampleRatio: Number(variant) } };
   if (store[2] === "budget") {
@@ -114,7 +116,9 @@ function variantConfig(variant: string): GatewayVariant {
       ...(store[1] === undefined ? {} : { redisUrl: redisUrl(), keyPrefix: `instr-${variant}` }),
     };
   }
+  if (store[3] !== undefined) writeFileSync(path.join(dir, "webhook-secret"), "bench-secret\n");
   return {
+    ...(store[3] === undefined ? {} : { usageOps: { secretFile: path.join(dir, "webhook-secret") } }),
     ...(store[2] === undefined ? {} : { secondWindow: store[2] === "quota" ? "calendar" : "sliding" }),
     ...(store[1] === undefined ? {} : { redisUrl: redisUrl(), keyPrefix: `instr-${variant}` }),
   };

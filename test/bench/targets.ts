@@ -209,6 +209,11 @@ export async function startAuthServer(
 
 /** Gateway variants of the table. */
 export interface GatewayVariant {
+  /**
+   * SPEC §21 usage operations on: top callers (`rate_limits.top_callers`, else off) and a webhook
+   * with two thresholds (never crossed: the limits are {@link HUGE}), its secret in this file.
+   */
+  usageOps?: { secretFile: string };
   redisUrl?: string;
   keyPrefix?: string;
   ietf?: boolean;
@@ -369,7 +374,15 @@ export function gatewayConfig(
       classes,
       anonymous: { windows: [{ limit: HUGE, window_s: 3600 }] },
       ...(v.plans ? plansConfig() : {}),
+      top_callers: v.usageOps !== undefined,
     },
+    ...(v.usageOps === undefined
+      ? {}
+      : {
+          notifications: {
+            webhooks: [{ url: upstreamUrl, secret_file: v.usageOps.secretFile, thresholds: [0.8, 1] }],
+          },
+        }),
     headers: { ietf: v.ietf ?? false },
     ...(v.tracing === undefined
       ? {}

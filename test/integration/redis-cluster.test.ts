@@ -2,9 +2,10 @@
  * SPEC §4 on a real three-master Redis Cluster: limits are enforced for identities spread over the
  * masters, and every key of one identity (all classes, all windows) hashes to one slot, so each
  * call is one EVALSHA on one node; with an organisation's budgets (SPEC §22), every key of a call
- * takes the budget's tag.
+ * takes the budget's tag. Top callers (SPEC §21) are kept there by a command sent after the
+ * script (the set is in another slot), and threshold crossings are reported once.
  */
-import { afterAll, beforeAll, expect, it } from "vitest";
+import { afterAll, beforeAll, expect, it, vi } from "vitest";
 import type { LimitPolicy } from "../../gateway/ratelimit/limiter.js";
 import { RedisStore } from "../../gateway/ratelimit/redis-store.js";
 import { cli, startCluster } from "../helpers/redis-server.js";
@@ -111,4 +112,32 @@ it("counts an organisation's budget across masters: every key of a call in the b
   expect(slots.size).toBe(1);
   // A user without the claims keeps the slot of their own tag.
   expect(a.keyOf(users[0]!, p, 0, [null, null])).toBe(a.keyOf(users[0]!, p, 0));
+});
+
+it("keeps top callers and reports each threshold crossing once on Cluster (SPEC §21)", async () => {
+  const p: LimitPolicy = {
+    className: "quota",
+    algorithm: "sliding_window",
+    mode: "enforce",
+    windows: [{ limit: 8, period: "month", offsetMs: 0 }],
+    thresholds: [0.5, 1],
+    topCallers: true,
+  };
+  const users = identities.slice(0, 6);
+  // User i makes i + 3 calls, spread over both stores, concurrently.
+  const decisions = await Promise.all(
+    users.flatMap((id, u) =>
+      Array.from({ length: u + 3 }, (_, i) => ((i + u) % 2 === 0 ? a : b).consume(id, p)),
+    ),
+  );
+  const crossings = decisions.flatMap((d) => d.crossings ?? []);
+  // 0.5 (4 of 8): users 1-5 (4 calls or more); 1 (8 of 8): user 5 alone (8 calls).
+  expect(crossings.filter((c) => c.threshold === 0.5)).toHaveLength(5);
+  expect(crossings.filter((c) => c.threshold === 1)).toHaveLength(1);
+  // The set is updated by a command nobody waited for: it lands right after the calls.
+  const expected = users
+    .map((id, u) => ({ identity: id, used: Math.min(u + 3, 8) }))
+    .sort((x, y) => y.used - x.used || (x.identity < y.identity ? 1 : -1));
+  await vi.waitFor(async () => expect(await a.top("quota", "month", 10)).toEqual(expected));
+  expect(await b.top("quota", "month", 3)).toEqual(expected.slice(0, 3));
 });

@@ -73,6 +73,14 @@ describe("access", () => {
     expect((await request(`${gw.adminUrl}/upstreams`)).status).toBe(200);
   });
 
+  it("serves /usage/top behind the same token", async () => {
+    expect((await admin("/usage/top?class=read", { token: null })).status).toBe(401);
+    const top = await admin("/usage/top?class=read");
+    expect(top.status).toBe(400); // the test classes have no calendar window
+    expect(JSON.parse(top.body).error.message).toContain("period");
+    expect((await request(`${plain.adminUrl}/usage/top?class=read`)).status).toBe(404);
+  });
+
   it("answers 401 JSON to a missing or wrong token", async () => {
     for (const token of [null, "wrong", `${TOKEN}x`, ""]) {
       const r = await admin("/usage/sub:alice", { token });
@@ -158,6 +166,7 @@ describe("usage, overrides and resets", () => {
     const m = await scrape(gw.adminUrl);
     expect(m.value("gateway_admin_requests_total", { action: "usage_reset", code: "200" })).toBe(2);
     expect(m.value("gateway_admin_requests_total", { action: "usage_read", code: "401" })).toBe(4);
+    expect(m.value("gateway_admin_requests_total", { action: "usage_top", code: "401" })).toBe(1);
     expect(m.value("gateway_admin_requests_total", { action: "override_put", code: "400" })).toBe(1);
   });
 

@@ -125,6 +125,14 @@ describe.each(["standalone", "sentinel", "cluster"] as const)(
       expect(fromA.classes.write).toEqual([
         { limit: 2, window_s: 3600, used: 0, remaining: 2, reset: expect.any(Number) },
       ]);
+      // GET /usage/top, behind the same token, from the other replica.
+      const top = await admin(b, "/usage/top?class=read&period=month");
+      expect(top.status).toBe(200);
+      expect(JSON.parse(top.body)).toEqual({
+        class: "read",
+        period: "month",
+        top: [{ identity: "sub:alice", used: 3 }],
+      });
       const call4 = await call(a, "alice");
       expect(call4.headers["x-ratelimit-remaining"]).toBe("1");
     });

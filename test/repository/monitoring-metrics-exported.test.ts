@@ -26,13 +26,14 @@ const SERIES_SUFFIX = /_(bucket|sum|count)$/;
 /**
  * Families that only get samples when something fails that this test leaves healthy (Redis; span
  * export, with tracing off here; an upstream's concurrency limit, which this one does not have, and
- * the calls it sheds), with their type.
+ * the calls it sheds; webhook deliveries, with no `notifications` here), with their type.
  */
 const ONLY_ON_FAILURE = new Map([
   ["gateway_ratelimit_store_errors_total", "counter"],
   ["gateway_tracing_spans_dropped_total", "counter"],
   ["gateway_upstream_overloaded_total", "counter"],
   ["gateway_upstream_concurrency_limit", "gauge"],
+  ["gateway_webhook_deliveries_total", "counter"],
 ]);
 
 /** Every PromQL expression in alerts.yaml and the dashboard (panels, annotations, variables). */

@@ -29,6 +29,7 @@ import {
   type JwtValidationResult,
   type SpanDropReason,
   type UpstreamErrorReason,
+  type WebhookDeliveryResult,
 } from "../../gateway/base/results.js";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
@@ -234,6 +235,9 @@ function ruleTests(): unknown {
             series: sel("gateway_tracing_spans_dropped_total", { reason: "export_failed" }),
             values: "0x3 100 200x25",
           },
+          // Deliveries keep succeeding; one is dropped at minute 6 (queue full).
+          { series: sel("gateway_webhook_deliveries_total", { result: "delivered" }), values: "0+5x29" },
+          { series: sel("gateway_webhook_deliveries_total", { result: "dropped" }), values: "0x5 1x24" },
         ],
         alert_rule_test: [
           { eval_time: "2m", alertname: "GatewayRateLimitStoreFailingOpen", exp_alerts: [] },
@@ -298,6 +302,14 @@ function ruleTests(): unknown {
             alertname: "GatewayCriticalTrafficShed",
             exp_alerts: [{ exp_labels: { severity: "critical", job: "gateway", upstream: "docs" } }],
           },
+          { eval_time: "5m", alertname: "GatewayWebhookDeliveriesLost", exp_alerts: [] },
+          {
+            eval_time: "10m",
+            alertname: "GatewayWebhookDeliveriesLost",
+            exp_alerts: [{ exp_labels: { severity: "warning", job: "gateway", result: "dropped" } }],
+          },
+          // The drop has left the 15-minute window.
+          { eval_time: "25m", alertname: "GatewayWebhookDeliveriesLost", exp_alerts: [] },
           // The burst's rate has been above 0 for 5 minutes, the queue's for 3: both only pending.
           { eval_time: "9m", alertname: "GatewayTracingSpansDropped", exp_alerts: [] },
           {
@@ -394,6 +406,9 @@ const ENUMERATED: Record<string, Record<string, readonly string[]>> = {
   gateway_config_reloads_total: { result: ["success", "error"] },
   gateway_tracing_spans_dropped_total: {
     reason: ["queue_full", "export_failed"] satisfies readonly SpanDropReason[],
+  },
+  gateway_webhook_deliveries_total: {
+    result: ["delivered", "retried", "failed", "dropped"] satisfies readonly WebhookDeliveryResult[],
   },
 };
 

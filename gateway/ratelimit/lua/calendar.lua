@@ -13,6 +13,21 @@ instead of a length in ms; the body tells the two apart with tonumber. Its KEYS[
 when a call is admitted (and not peeking) or charged; expires when its period ends (PEXPIREAT the period's
 end, on the same TIME).
 
+Usage operations (SPEC §21), both absent unless configured, so a plain "month:540" costs nothing
+more: the argument may go on as "<period>:<offset>:<top>:<thresholds>".
+- <top> (0: none) k: KEYS[n + k] is the top-caller sorted set of this class and period
+  (<prefix>:top:<class>:<period>, standalone and Sentinel only; in Cluster the store updates it
+  itself, redis-store.ts): an admitted count or a charge sets the identity's score (ARGV[2n+5]) to
+  its count in the period (ZADD, exact and idempotent), and the set expires when the period ends.
+- <thresholds>: "<fraction>@<units>,..." (e.g. "0.8@80000,1@100000", units = the fraction of the
+  limit rounded up, computed by the store): a count or charge taking the period's count from below
+  <units> to <units> or more crosses that threshold; a counted call refused by this window crosses
+  the one of fraction 1. Each crossing is reported once per period across every replica: the
+  window's own hash keeps field "n<fraction>" = the start of the period last notified (the
+  dedup key: same slot, expires with the hash at the period's end), read by the same HMGET.
+  calendar_notify(i) records the crossings for reply.lua: crossed = { -(i), position, ... }
+  (position from 1 in the list).
+
 Defines: period_bounds(now_ms, period, offset_ms) -> start_ms, end_ms;
 calendar_window(i, limit) -> fits (`cost` units left; a charge's units already added), remaining
 (units left after this call when counting, else now; may be > 0 when it does not fit),
@@ -67,17 +82,35 @@ local function period_bounds(now_ms, period, offset_ms)
   return first - offset_ms, first + month_days(y, m) * DAY - offset_ms
 end
 
--- cal[i] = { start, counted, end } of calendar window i (nil for sliding windows).
+-- cal[i] = { start, counted, end, top, fractions, units, notified } of calendar window i (nil for
+-- sliding windows); the last four only when its argument carries them.
 local cal = {}
+-- Threshold crossings of this call: -(window i), position of the threshold, ...
+local crossed = {}
 
 local function calendar_window(i, limit)
-  local period, off = string.match(ARGV[2 * i + 4], '^(%a+):(-?%d+)$')
+  local period, off, top, list = string.match(ARGV[2 * i + 4], '^(%a+):(-?%d+):?(%d*):?(.*)$')
   local start, stop = period_bounds(now, period, tonumber(off) * 60000)
-  local h = redis.call('HMGET', KEYS[i], 's', 'c')
+  local w = { start, 0, stop }
+  local h
+  if list ~= '' then
+    local fractions, units, fields = {}, {}, { 's', 'c' }
+    for f, u in string.gmatch(list, '([^@,]+)@(%d+)') do
+      fractions[#fractions + 1] = f
+      units[#units + 1] = tonumber(u)
+      fields[#fields + 1] = 'n' .. f
+    end
+    h = redis.call('HMGET', KEYS[i], unpack(fields))
+    w[5], w[6], w[7] = fractions, units, h
+  else
+    h = redis.call('HMGET', KEYS[i], 's', 'c')
+  end
+  if top ~= '' and top ~= '0' then w[4] = KEYS[n + tonumber(top)] end
   local c = 0
   if tonumber(h[1]) == start then c = tonumber(h[2]) or 0 end
   if charging then c = c + added end
-  cal[i] = { start, c, stop }
+  w[2] = c
+  cal[i] = w
   -- Reset is the next period's start whatever remains (SPEC §19).
   if c + cost <= limit then
     if count then return true, limit - c - cost, stop end
@@ -92,4 +125,30 @@ local function calendar_count(i)
   if count then c = c + cost end
   redis.call('HSET', KEYS[i], 's', w[1], 'c', c)
   redis.call('PEXPIREAT', KEYS[i], w[3])
+  if w[4] then
+    -- A new member (the set's first included) sets the expiry: the set ends with its period.
+    if redis.call('ZADD', w[4], c, member) == 1 then redis.call('PEXPIREAT', w[4], w[3]) end
+  end
+end
+
+-- Crossings of window i once the call is decided: from `before` to `after` units counted
+-- (admitted or charged), or a refusal by this window (fits false: the threshold of fraction 1).
+local function calendar_notify(i, admitted, fits)
+  local w = cal[i]
+  local fractions = w[5]
+  if not fractions then return end
+  local before, after = w[2], w[2]
+  if admitted then
+    if charging then before = w[2] - added elseif count then after = w[2] + cost end
+  end
+  for k = 1, #fractions do
+    local u = w[6][k]
+    local hit
+    if admitted then hit = before < u and u <= after else hit = not fits and count and fractions[k] == '1' end
+    if hit and tonumber(w[7][k + 2]) ~= w[1] then
+      redis.call('HSET', KEYS[i], 'n' .. fractions[k], w[1])
+      crossed[#crossed + 1] = -i
+      crossed[#crossed + 1] = k
+    end
+  end
 end

@@ -7,7 +7,9 @@ scripts by effects, so reading TIME before writing is allowed.
 Defines: now (epoch ms); count (ARGV[1] == "1": count the call if admitted), charging (ARGV[1] ==
 "2": add ARGV[4] units to every window, never refused, SPEC §22 charge), neither: peek, writing
 nothing; cost (ARGV[3]: units a call spends, SPEC §22; 1 without `cost`); added (ARGV[4]: the
-units of a charge, else 0); n (windows: #KEYS, the identity's and then each budget's).
+units of a charge, else 0); n (windows: the pairs after ARGV[4], the identity's and then each
+budget's; KEYS[1..n] are theirs, and any KEYS after them are top-caller sets, calendar.lua);
+member (ARGV[2n+5]: the identity as a top-caller set's member, present only with such keys).
 ]]
 
 -- Redis 6.2: opt in to effects replication (a no-op on 7, where it is the only mode).
@@ -19,4 +21,5 @@ local count = ARGV[1] == '1'
 local charging = ARGV[1] == '2'
 local cost = tonumber(ARGV[3])
 local added = tonumber(ARGV[4])
-local n = #KEYS
+local n = math.floor((#ARGV - 4) / 2)
+local member = ARGV[2 * n + 5]

@@ -13,8 +13,16 @@ policy's flat index); when peeking or charging, remaining is what is left now. A
 ARGV[4] == "1" appends remaining, reset_at_ms of every window i = 1..n (per-budget status, SPEC §22).
 A count or a charge appends, for each calendar window (calendar.lua's cal[i]), its index (from 0)
 and the units counted in its current period after this call, which a replica keeps to go on
-counting from while Redis fails (SPEC §19, ratelimit/spent-quotas.ts).
+counting from while Redis fails (SPEC §19, ratelimit/spent-quotas.ts); then, for each threshold
+crossing of this call (calendar.lua's calendar_notify, SPEC §21), -(index + 1) and the threshold's
+position (from 1) in that window's list: a negative first element tells a crossing from a count.
 ]]
+if count or charging then
+  for i = 1, n do
+    if cal[i] then calendar_notify(i, allowed, fits[i]) end
+  end
+end
+
 local best = 0
 for i = 1, n do
   if allowed or not fits[i] then
@@ -45,6 +53,9 @@ else
       reply[#reply + 1] = i - 1
       reply[#reply + 1] = (allowed and count) and w[2] + cost or w[2]
     end
+  end
+  for j = 1, #crossed do
+    reply[#reply + 1] = crossed[j]
   end
 end
 return reply

@@ -21,7 +21,11 @@ ARGV[4]       units of a charge when ARGV[1] is "2"; a peek's "1" asks for every
               in the reply (reply.lua)
 ARGV[2i+3]    limit of window i (units)
 ARGV[2i+4]    length W of window i (ms), or "<period>:<offset minutes>" for a calendar window
-              (its key, verdict and count: calendar.lua)
+              (its key, verdict and count: calendar.lua), optionally followed by
+              ":<top>:<thresholds>" (SPEC §21, calendar.lua)
+KEYS[n+k]     the top-caller sorted sets a calendar window's <top> names (SPEC §21; none unless
+              configured, never in Cluster)
+ARGV[2n+5]    the identity, those sets' member (only with such keys)
 
 Loaded as prologue.lua (now, count, n) + calendar.lua + this + reply.lua (the reply; see there).
 ]]

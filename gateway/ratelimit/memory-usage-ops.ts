@@ -1,0 +1,84 @@
+/**
+ * The memory store's twin of the scripts' usage operations (SPEC §21, `lua/calendar.lua`):
+ * threshold crossings of calendar windows, reported once per key, period and threshold, and the
+ * top-caller sets. Called by `MemoryStore.decide` once a count or a charge is decided, and only for
+ * policies that ask for either, so other calls do no extra work.
+ */
+import { LRUCache } from "lru-cache";
+import { periodBounds, type PeriodBounds } from "./calendar.js";
+import type { Crossing, LimitPolicy, WindowSpec } from "./limiter.js";
+import { thresholdUnits } from "./lua-scripts.js";
+import { MemoryTopCallers } from "./top-callers.js";
+
+/** What one decided window says (the memory store's scratch). */
+export interface DecidedWindow {
+  /** Flat index of the window. */
+  index: number;
+  window: WindowSpec;
+  /** Its storage key (`callKey`). */
+  key: string;
+  /** The window's limit as this store enforces it (divided while failing open). */
+  limit: number;
+  /** Units counted in its current period after the call. */
+  used: number;
+  fits: boolean;
+}
+
+/** Crossings and top callers of one memory store. */
+export class MemoryUsageOps {
+  /** Per window key: the period last notified and a bit per threshold position. */
+  private readonly notified: LRUCache<string, { startMs: number; mask: number }>;
+  readonly tops: MemoryTopCallers;
+  private readonly bounds: PeriodBounds = { startMs: 0, endMs: 0 };
+
+  /** @param maxKeys - the memory store's bound, applied to each structure */
+  constructor(maxKeys: number) {
+    this.notified = new LRUCache({ max: maxKeys });
+    this.tops = new MemoryTopCallers(maxKeys);
+  }
+
+  /**
+   * @param admitted - the call was counted (or is a charge)
+   * @param added - units the call added (its cost, or a charge's units; 0 when refused)
+   * @param count - a counting call (a refusal by a window crosses the threshold of fraction 1)
+   * @returns the crossings, or undefined when none
+   */
+  after(
+    identityKey: string,
+    policy: LimitPolicy,
+    windows: readonly DecidedWindow[],
+    admitted: boolean,
+    added: number,
+    count: boolean,
+    nowMs: number,
+  ): Crossing[] | undefined {
+    const thresholds = policy.thresholds ?? [];
+    let out: Crossing[] | undefined;
+    for (const w of windows) {
+      const period = w.window.period;
+      if (period === undefined) continue;
+      const b = periodBounds(nowMs, period, w.window.offsetMs!, this.bounds);
+      if (admitted && policy.topCallers === true && w.index < policy.windows.length)
+        this.tops.record(policy.className, period, b.startMs, b.endMs, identityKey, w.used);
+      for (let k = 0; k < thresholds.length; k++) {
+        const u = thresholdUnits(thresholds[k]!, w.limit);
+        const hit = admitted ? w.used - added < u && u <= w.used : count && !w.fits && thresholds[k] === 1;
+        if (!hit) continue;
+        let n = this.notified.get(w.key);
+        if (n === undefined || n.startMs !== b.startMs) {
+          n = { startMs: b.startMs, mask: 0 };
+          this.notified.set(w.key, n);
+        }
+        if ((n.mask & (1 << k)) !== 0) continue;
+        n.mask |= 1 << k;
+        (out ??= []).push({ windowIndex: w.index, threshold: thresholds[k]!, used: w.used });
+      }
+    }
+    return out;
+  }
+
+  clear(): void {
+    this.notified.clear();
+    this.tops.clear();
+  }
+}

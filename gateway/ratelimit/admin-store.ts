@@ -31,12 +31,13 @@ export interface AdminStore {
    */
   setOverride(identity: string, next: Override | null): Promise<Override | null>;
   /**
-   * Deletes every key in `keys` (one identity's, so one Cluster slot) at once, then announces a
-   * reset of `identity`.
+   * Deletes every key in `keys` (one identity's, so one Cluster slot) at once, drops `identity`
+   * from the top-caller sets of `classes` (every period), then announces a reset of `identity`.
    * @param keys - without the store's prefix (`{sub:alice}:read:60`)
+   * @param classes - the classes reset
    * @throws Error (as a rejection) when the store cannot answer
    */
-  deleteKeys(identity: string, keys: readonly string[]): Promise<void>;
+  deleteKeys(identity: string, keys: readonly string[], classes: readonly string[]): Promise<void>;
   /** The news since `version` (-1: everything), or null when nothing changed. */
   poll(version: number): Promise<AdminNews | null>;
   /**
@@ -73,9 +74,10 @@ export class MemoryAdminStore implements AdminStore {
     return Promise.resolve(before);
   }
 
-  deleteKeys(_identity: string, keys: readonly string[]): Promise<void> {
+  deleteKeys(identity: string, keys: readonly string[], classes: readonly string[]): Promise<void> {
     const drop = new Set(keys);
     this.store.forgetWhere((k) => drop.has(k));
+    this.store.usage.forget(identity, keys, classes);
     return Promise.resolve();
   }
 

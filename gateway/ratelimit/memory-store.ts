@@ -52,7 +52,8 @@ export class MemoryStore implements Limiter, TopCallersReader {
   private readonly keys: string[] = [];
   private readonly bounds: PeriodBounds = { startMs: 0, endMs: 0 };
   /** Threshold crossings and top callers (SPEC §21), and their scratch of decided windows. */
-  private readonly usage: MemoryUsageOps;
+  /** Notification marks and top callers (SPEC §21), read by the admin store's reset. */
+  readonly usage: MemoryUsageOps;
   private readonly decided: DecidedWindow[] = [];
   private readonly decidedPool: DecidedWindow[] = [];
 

@@ -77,6 +77,16 @@ export class MemoryUsageOps {
     return out;
   }
 
+  /**
+   * Forgets what a reset of `identity` deleted (SPEC §21): the notification marks of its window
+   * `keys` (so its next crossing is notified again, as the Redis store's marks live in the deleted
+   * window hashes) and its place in the top sets of `classes`.
+   */
+  forget(identity: string, keys: readonly string[], classes: readonly string[]): void {
+    for (const k of keys) this.notified.delete(k);
+    this.tops.forget(identity, classes);
+  }
+
   clear(): void {
     this.notified.clear();
     this.tops.clear();

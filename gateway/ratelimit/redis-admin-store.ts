@@ -17,6 +17,8 @@ import { Cluster } from "ioredis";
 import type { RedisClient } from "./redis-connection.js";
 import type { AdminNews, AdminStore } from "./admin-store.js";
 import type { Override } from "./overrides.js";
+import { PERIODS } from "../config/calendar-periods.js";
+import { topKey } from "./top-callers.js";
 
 /** Changes remembered for replicas that poll late; one further behind forgets everything. */
 const KEPT_CHANGES = 1000;
@@ -109,7 +111,7 @@ export class RedisAdminStore implements AdminStore {
     return parseOverride(reply[1] ?? null);
   }
 
-  async deleteKeys(identity: string, keys: readonly string[]): Promise<void> {
+  async deleteKeys(identity: string, keys: readonly string[], classes: readonly string[]): Promise<void> {
     // One DEL per hash tag (one Cluster slot each): the identity's own keys go in one, at once.
     const byTag = new Map<string, string[]>();
     for (const k of keys) {
@@ -117,6 +119,10 @@ export class RedisAdminStore implements AdminStore {
       byTag.set(tag, [...(byTag.get(tag) ?? []), this.prefix + k]);
     }
     await Promise.all([...byTag.values()].map((group) => this.bounded(this.client.del(...group))));
+    // Its place in the top-caller sets (one key per class and period, each in its own slot): the
+    // limiter's ZADD (GT in a Cluster) would otherwise keep the old count until the period ends.
+    const tops = classes.flatMap((c) => PERIODS.map((p) => topKey(this.prefix, c, p)));
+    await Promise.all(tops.map((k) => this.bounded(this.client.zrem(k, identity))));
     await this.bounded(this.commands.rlAdminChange(3, ...this.keys, "reset", identity, "", KEPT_CHANGES));
   }
 

@@ -101,6 +101,11 @@ export class MemoryTopCallers {
       .map(([identity, used]) => ({ identity, used }));
   }
 
+  /** Drops `identity` from every period's set of `classes` (a reset of its counts, SPEC §21). */
+  forget(identity: string, classes: readonly string[]): void {
+    for (const c of classes) for (const set of this.sets.get(c)?.values() ?? []) set.counts.delete(identity);
+  }
+
   clear(): void {
     this.sets.clear();
   }

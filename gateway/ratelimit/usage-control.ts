@@ -101,13 +101,15 @@ export class UsageControl {
   }
 
   /**
-   * Deletes an identity's counters and makes every replica forget its refusals.
+   * Deletes an identity's counters (and its place among the top callers of `classes`) and makes
+   * every replica forget its refusals.
    * @param keys - the counters' keys without the store prefix
+   * @param classes - the classes reset
    * @throws Error (as a rejection) when the store cannot answer
    */
-  async reset(identity: string, keys: readonly string[]): Promise<void> {
+  async reset(identity: string, keys: readonly string[], classes: readonly string[]): Promise<void> {
     this.local++;
-    await this.store.deleteKeys(identity, keys);
+    await this.store.deleteKeys(identity, keys, classes);
     this.cache?.forget(identity);
   }
 

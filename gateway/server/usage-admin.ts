@@ -165,7 +165,7 @@ export class UsageAdmin {
     const classes = cls === undefined ? names : [cls];
     const plan = planOf(rt, identity, null)!;
     const before = await readUsage(rt, identity, plan);
-    await rt.limiter.usage.reset(identity, await resetKeys(rt, identity, classes));
+    await rt.limiter.usage.reset(identity, await resetKeys(rt, identity, classes), classes);
     const after = await readUsage(rt, identity, plan);
     this.audit("usage_reset", identity, before.classes, after.classes, { classes });
     return ok(after);

@@ -8,7 +8,9 @@
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { systemClock } from "../../gateway/base/clock.js";
 import type { Crossing, LimitPolicy } from "../../gateway/ratelimit/limiter.js";
+import { MemoryAdminStore } from "../../gateway/ratelimit/admin-store.js";
 import { MemoryStore } from "../../gateway/ratelimit/memory-store.js";
+import { Overrides } from "../../gateway/ratelimit/overrides.js";
 import { RedisStore } from "../../gateway/ratelimit/redis-store.js";
 import { RedisServer } from "../helpers/redis-server.js";
 
@@ -91,6 +93,24 @@ it("reports each crossing once across replicas, a refusal by the spent window as
   const ttl = await one.client.pttl("cross:top:read:month");
   expect(ttl).toBeGreaterThan(0);
   expect(ttl).toBeLessThanOrEqual(31 * 86_400_000);
+});
+
+it("a reset takes the identity off the top list and lets its crossings be reported again (memory store)", async () => {
+  const memory = new MemoryStore({ clock: systemClock });
+  const read = policy(1, [0.5, 1]);
+  await run([memory], "sub:cy", read, 6);
+  await run([memory], "sub:di", read, 2);
+  const admin = new MemoryAdminStore(new Overrides(), memory, () => Date.now());
+  await admin.deleteKeys(
+    "sub:cy",
+    memory.forgetWhere((k) => k.includes("sub:cy"), true),
+    ["read"],
+  );
+  expect(await memory.top("read", "month", 10)).toEqual([{ identity: "sub:di", used: 2 }]);
+  // As in Redis, whose marks live in the deleted window hashes: the next 0.5 is a new crossing.
+  expect(await run([memory], "sub:cy", read, 5)).toEqual({
+    5: [{ windowIndex: 1, threshold: 0.5, used: 5 }],
+  });
 });
 
 it("reports nothing without thresholds, and a charge crosses like a count", async () => {

@@ -137,6 +137,16 @@ describe.each(["standalone", "sentinel", "cluster"] as const)(
       expect(call4.headers["x-ratelimit-remaining"]).toBe("1");
     });
 
+    it("a reset takes the caller off the top list at once, on every replica", async () => {
+      const topOf = async (gw: TestGateway) =>
+        JSON.parse((await admin(gw, "/usage/top?class=read&period=month")).body).top;
+      expect(await topOf(b)).toContainEqual({ identity: "sub:alice", used: 4 });
+      expect((await admin(a, "/usage/sub:alice/reset", "POST", { class: "read" })).status).toBe(200);
+      expect(await topOf(b)).toEqual([]);
+      expect((await call(b, "alice")).status).toBe(200);
+      expect(await topOf(a)).toEqual([{ identity: "sub:alice", used: 1 }]);
+    });
+
     it("a reset on one replica reaches the other, which was refusing locally, within 1 s", async () => {
       expect((await call(b, "bob", "POST")).status).toBe(200);
       expect((await call(b, "bob", "POST")).status).toBe(200);

@@ -123,15 +123,14 @@ export class Pipeline {
     const upstream = rt.upstreams.get(route.upstream)!;
     // SPEC §17 circuit breaking and §18 load shedding, before the limiter: a refused call costs no
     // budget.
-    const admission = answerOnly ? null : upstream.admission;
-    if (admission !== null) {
-      const admitted = admission.admit(admission.priorityOf(policy.plan));
-      if (admitted === "shed") {
+    if (!answerOnly) {
+      const call = upstream.admit(policy.plan);
+      if (call === null) {
         await this.decisions.peek(scope, policy, identity.key);
         return errorOutcome("upstream_overloaded");
       }
-      if (admitted === "shadow") scope.shed = "shadow";
-      scope.admitted = admission;
+      scope.shed = call.shed;
+      scope.call = call;
     }
     const decision = await this.decisions.consume(scope, policy, identity.key);
     if (decision === null) return errorOutcome("ratelimit_unavailable");

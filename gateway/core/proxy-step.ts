@@ -122,7 +122,7 @@ export class ProxyStep implements ExchangeHooks<RequestScope> {
     writer: HeadWriter<R>,
   ): Promise<ExchangeResult> {
     scope.upstreamStartMs = this.clock.monotonicMs();
-    if (scope.admitted !== null) scope.upstreamStartStallMs = this.loop.totalMs();
+    if (scope.call!.sampled) scope.upstreamStartStallMs = this.loop.totalMs();
     const request: PlainRequest = {
       method: scope.method,
       path: outcome.path,
@@ -151,7 +151,7 @@ export class ProxyStep implements ExchangeHooks<RequestScope> {
     if (scope.finished) return;
     req.url = outcome.path;
     scope.upstreamStartMs = this.clock.monotonicMs();
-    if (scope.admitted !== null) scope.upstreamStartStallMs = this.loop.totalMs();
+    if (scope.call!.sampled) scope.upstreamStartStallMs = this.loop.totalMs();
     const result = await exchangeUpgrade(
       outcome.upstream,
       { req, socket, head, hashKey: outcome.hashKey },
@@ -192,9 +192,8 @@ export class ProxyStep implements ExchangeHooks<RequestScope> {
   ): Promise<void> | null {
     scope.upstreamMs = this.clock.monotonicMs() - scope.upstreamStartMs;
     this.hot.upstream(scope.route!.upstream, scope.upstreamMs / 1000);
-    const admitted = scope.admitted;
-    if (admitted !== null)
-      admitted.sample(scope.upstreamMs, this.loop.totalMs() - scope.upstreamStartStallMs);
+    const call = scope.call!;
+    if (call.sampled) call.sample(scope.upstreamMs, this.loop.totalMs() - scope.upstreamStartStallMs);
     stripHopByHop(headers, upgraded);
     const charge = scope.policy?.charge;
     if (charge !== null && charge !== undefined) {

@@ -244,10 +244,11 @@ export async function releaseRuntime(old: Runtime, live: readonly Runtime[] = []
   if (old.tracing !== null && !live.some((rt) => rt.tracing === old.tracing)) await old.tracing.shutdown();
 }
 
-/** Every upstream's concurrency limit and tries in flight, as the SPEC §18 gauges read them. */
+/** Every upstream's concurrency limit and admitted calls, as the SPEC §18 gauges read them. */
 export function* upstreamLoads(rt: Runtime): Iterable<UpstreamLoad> {
   for (const [upstream, u] of rt.upstreams) {
-    yield { upstream, limit: u.admission === null ? null : u.admission.limit, inFlight: u.inFlight() };
+    const limit = u.admission === null ? null : u.admission.limit;
+    yield { upstream, limit, inFlight: u.ledger.callsAdmitted };
   }
 }
 

@@ -9,8 +9,12 @@ import http from "node:http";
 import https from "node:https";
 import { Pool } from "undici";
 import type { UpstreamConfig } from "../config/upstream-schema.js";
-import { endpointName } from "../config/upstream-schema.js";
-import type { EndpointMetrics } from "../observability/upstream-metrics.js";
+import { endpointName, endpointsOf } from "../config/upstream-schema.js";
+import {
+  endpointMetrics,
+  type EndpointMetrics,
+  type UpstreamPoolMetrics,
+} from "../observability/upstream-metrics.js";
 import { urlPort } from "../base/url-port.js";
 import type { BalancedEndpoint } from "./balancing/balancer.js";
 import type { UpstreamTls } from "./upstream-tls.js";
@@ -122,3 +126,31 @@ export class Endpoint implements BalancedEndpoint {
 }
 
 function ignore(): void {}
+
+/**
+ * The endpoints of upstream `name` configured with `cfg` (SPEC §7, §16): `previous`'s endpoint at
+ * the same place is kept, with its connections, calls in flight, health and ejection, when its
+ * URL, weight and {@link connectionKey} are unchanged; any other is new.
+ * @param tls - each endpoint's TLS settings (same order), null entries for http
+ * @param kept - receives the places of the endpoints kept
+ */
+export function endpointsFor(
+  name: string,
+  cfg: UpstreamConfig,
+  tls: readonly (UpstreamTls | null)[],
+  pool: UpstreamPoolMetrics,
+  previous: readonly Endpoint[],
+  kept: number[],
+): Endpoint[] {
+  return endpointsOf(cfg).map((e, i) => {
+    const old = previous[i];
+    if (old !== undefined && old.url === e.url && old.weight === e.weight) {
+      if (old.connectionKey === connectionKey(e.url, cfg, tls[i] ?? null)) {
+        kept.push(i);
+        return old;
+      }
+    }
+    const metrics = endpointMetrics(pool, name, endpointName(e.url));
+    return new Endpoint(i, e.url, e.weight, cfg, tls[i] ?? null, metrics);
+  });
+}

@@ -75,7 +75,7 @@ class HandshakeExchange<C> implements UpgradeExchange, ExchangeResult {
     (req as IncomingMessage & { [UPGRADE]?: UpgradeExchange })[UPGRADE] = this;
     (socket as ClientSocket)[HANDSHAKE] = this as HandshakeExchange<unknown>;
     socket.once("close", onClientClose);
-    endpoint.inFlight++;
+    this.upstream.ledger.tryDispatched(endpoint);
     endpoint.metrics.requests.inc();
     this.startedMs = this.upstream.nowMs();
     this.decorator.attemptStarted(this.context, endpoint);
@@ -135,7 +135,7 @@ class HandshakeExchange<C> implements UpgradeExchange, ExchangeResult {
     if (this.done) return;
     this.done = true;
     this.failure = failure;
-    this.endpoint.inFlight--;
+    this.upstream.ledger.tryEnded(this.endpoint, false);
     this.resolve!(this);
     this.resolve = null;
   }

@@ -72,17 +72,17 @@ export class PlainExchange<C, R extends ResponseTarget> implements ExchangeResul
     (this.res as Relayed)[EXCHANGE] = this as PlainExchange<unknown, ResponseTarget>;
     this.res.on("close", onClientClose); // emitted once; `on` skips once()'s wrapper
     if (this.request.timeoutMs > 0) this.deadline = setTimeout(onDeadline, this.request.timeoutMs, this);
-    this.upstream.budget.triesInFlight++;
     this.launch(this.endpoint, false);
     return done;
   }
 
-  /** Sends one try to `endpoint` (counted in the upstream's tries in flight by the caller). */
+  /** Sends one try to `endpoint` (a retry was counted in the ledger when it was decided). */
   private launch(endpoint: Endpoint, retry: boolean): void {
     const { request, trace } = this;
     this.endpoint = endpoint;
     this.attempts++;
-    endpoint.inFlight++;
+    if (retry) this.upstream.ledger.retryDispatched(endpoint);
+    else this.upstream.ledger.tryDispatched(endpoint);
     endpoint.metrics.requests.inc();
     this.hooks.attemptStarted(this.context, endpoint);
     trace?.startUpstream(request.method, endpoint.address, endpoint.port, request.headers);
@@ -114,7 +114,7 @@ export class PlainExchange<C, R extends ResponseTarget> implements ExchangeResul
   ): void {
     this.trace?.upstreamResponded(status);
     this.upstream.answered(attempt.endpoint, status, attempt.startedMs);
-    if (this.request.retry?.statuses.has(status) === true && this.mayRetry()) {
+    if (this.request.retry?.statuses.has(status) === true && this.mayRetry(attempt)) {
       this.finish(attempt);
       controller.abort(GIVEN_UP);
       this.retry();
@@ -175,7 +175,7 @@ export class PlainExchange<C, R extends ResponseTarget> implements ExchangeResul
     this.trace?.upstreamFailed(reason);
     this.upstream.failed(attempt.endpoint, reason);
     this.finish(attempt);
-    if (!this.responseStarted && this.request.retry?.reasons.has(reason) === true && this.mayRetry()) {
+    if (!this.responseStarted && this.request.retry?.reasons.has(reason) === true && this.mayRetry(null)) {
       this.retry();
       return;
     }
@@ -212,18 +212,20 @@ export class PlainExchange<C, R extends ResponseTarget> implements ExchangeResul
     this.settle("timeout");
   }
 
-  /** Whether one more try is allowed: tries left, nothing sent, and the budget's consent. */
-  private mayRetry(): boolean {
+  /**
+   * Whether one more try is allowed: tries left, nothing sent, and the budget's consent, asked with
+   * the failed try counted as ended (`ending`: that try while the ledger still counts it, or null).
+   */
+  private mayRetry(ending: Attempt | null): boolean {
     const policy = this.request.retry!;
     if (this.attempts > policy.attempts || this.clientLeft || this.responseStarted) return false;
     if (this.held !== null) return false; // the answer is being charged for
-    return this.upstream.budget.tryRetry();
+    return this.upstream.budget.tryRetry(ending);
   }
 
-  /** Waits the backoff, then tries another endpoint (the retry is in flight from now). */
+  /** Waits the backoff, then tries another endpoint (the budget put the retry in flight). */
   private retry(): void {
     this.current = null;
-    this.upstream.budget.triesInFlight++;
     const wait = backoffMs(this.request.retry!, this.attempts, Math.random());
     this.backoff = setTimeout(onBackoff, wait, this);
   }
@@ -238,8 +240,7 @@ export class PlainExchange<C, R extends ResponseTarget> implements ExchangeResul
   private dropRetry(): void {
     clearTimeout(this.backoff!);
     this.backoff = null;
-    this.upstream.budget.triesInFlight--;
-    this.upstream.budget.retryEnded();
+    this.upstream.ledger.retryDropped();
   }
 
   /** A try's end, accounted once: its endpoint, the upstream's tries and retries in flight. */
@@ -247,9 +248,7 @@ export class PlainExchange<C, R extends ResponseTarget> implements ExchangeResul
     if (attempt.ended) return;
     attempt.ended = true;
     if (attempt.timer !== null) clearTimeout(attempt.timer);
-    attempt.endpoint.inFlight--;
-    this.upstream.budget.triesInFlight--;
-    if (attempt.retry) this.upstream.budget.retryEnded();
+    this.upstream.ledger.tryEnded(attempt.endpoint, attempt.retry);
     if (this.current === attempt) this.current = null;
   }
 

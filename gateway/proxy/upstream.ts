@@ -5,19 +5,20 @@
  */
 import type { Logger } from "pino";
 import type { UpstreamConfig } from "../config/upstream-schema.js";
-import { endpointName, endpointsOf } from "../config/upstream-schema.js";
 import type { UpstreamErrorReason } from "../base/results.js";
-import { endpointMetrics, type UpstreamPoolMetrics } from "../observability/upstream-metrics.js";
+import type { UpstreamPoolMetrics } from "../observability/upstream-metrics.js";
 import type { Counter } from "prom-client";
 import type { LoadSheddingConfig } from "../config/shedding-schema.js";
-import { Admission } from "./admission.js";
+import { admissionFor, type Admission } from "./admission.js";
+import { InFlightLedger } from "./in-flight-ledger.js";
+import { UpstreamCall } from "./upstream-call.js";
 import { compileHashOn, type HashOn } from "./hash-key.js";
 import type { UpstreamSnapshot } from "./upstream-snapshot.js";
 import { createBalancer, type Balancer } from "./balancing/balancer.js";
 import { OutlierDetector } from "./balancing/outlier-detector.js";
 import { PanicRouting } from "./panic-routing.js";
 import { RetryBudget } from "./retry-budget.js";
-import { connectionKey, Endpoint } from "./endpoint.js";
+import { endpointsFor, type Endpoint } from "./endpoint.js";
 import type { UpstreamTls } from "./upstream-tls.js";
 
 /** What an upstream reports to. */
@@ -27,10 +28,6 @@ export interface UpstreamDeps {
   /** Monotonic milliseconds (outlier ejection times). */
   nowMs: () => number;
 }
-
-/** The upstream has a concurrency limit (SPEC §17 `max_in_flight`, SPEC §18 `adaptive_concurrency`). */
-const limited = (cfg: UpstreamConfig): boolean =>
-  (cfg.max_in_flight ?? 0) > 0 || cfg.adaptive_concurrency !== undefined;
 
 /** Statuses of the endpoint itself that count as a failed call (SPEC §16 outlier detection). */
 const isGatewayFailure = (status: number): boolean => status === 502 || status === 503 || status === 504;
@@ -56,12 +53,12 @@ export class Upstream {
   private ejectedCount = 0;
   /**
    * Admission under `max_in_flight` (SPEC §17) and `adaptive_concurrency` (SPEC §18), or null
-   * when the upstream has neither: then the request path does nothing more than check for null.
-   * Kept by a reload that keeps the upstream (its calls in flight still count), and set by
-   * {@link apply} when the configuration commits.
+   * without either; kept by a reload, set by {@link apply} when the configuration commits.
    */
   admission: Admission | null;
-  /** The retry budget (SPEC §17) and the tries and retries it counts. */
+  /** Every count in flight, one per upstream name (handed to the upstream a reload makes). */
+  readonly ledger: InFlightLedger;
+  /** The retry budget (SPEC §17), reading {@link ledger}. */
   readonly budget: RetryBudget;
   private readonly panic: PanicRouting;
 
@@ -83,17 +80,7 @@ export class Upstream {
     this.balancerKind = cfg.balancer;
     const pool = deps.metrics.pool;
     const taken: number[] = [];
-    this.endpoints = endpointsOf(cfg).map((e, i) => {
-      const old = previous?.endpoints[i];
-      if (old !== undefined && old.url === e.url && old.weight === e.weight) {
-        if (old.connectionKey === connectionKey(e.url, cfg, tls[i] ?? null)) {
-          taken.push(i);
-          return old;
-        }
-      }
-      const metrics = endpointMetrics(pool, name, endpointName(e.url));
-      return new Endpoint(i, e.url, e.weight, cfg, tls[i] ?? null, metrics);
-    });
+    this.endpoints = endpointsFor(name, cfg, tls, pool, previous?.endpoints ?? [], taken);
     this.hashOn = cfg.balancer === "consistent_hash" ? compileHashOn(cfg.hash_on ?? "identity") : null;
     this.balancer = this.endpoints.length > 1 ? createBalancer(cfg.balancer, this.endpoints) : null;
     const o = cfg.outlier_detection;
@@ -112,8 +99,9 @@ export class Upstream {
         : null;
     for (const i of taken) this.takeOver(i, previous!);
     this.panic = new PanicRouting(name, pool.panic.labels({ upstream: name }), deps.logger);
-    this.admission = !limited(cfg) ? null : (previous?.admission ?? this.newAdmission(cfg));
-    this.budget = new RetryBudget(name, cfg, pool.retries);
+    this.ledger = previous?.ledger ?? new InFlightLedger();
+    this.admission = admissionFor(cfg, previous?.admission ?? null, this.admissionDeps(), false);
+    this.budget = new RetryBudget(name, cfg, this.ledger, pool.retries);
   }
 
   /**
@@ -129,10 +117,26 @@ export class Upstream {
       e.timeouts.connectTimeoutMs = cfg.connect_timeout_ms;
     }
     this.budget.configure(cfg);
-    if (!limited(cfg)) this.admission = null;
-    else if (this.admission === null) this.admission = this.newAdmission(cfg);
-    else this.admission.reconfigure(cfg.max_in_flight ?? 0, cfg.adaptive_concurrency);
+    this.admission = admissionFor(cfg, this.admission, this.admissionDeps(), true);
     this.admission?.configure(shedding);
+  }
+
+  /**
+   * Admits one call of the caller's plan (SPEC §17 circuit breaking, §18 load shedding), or sheds
+   * it (counted in `gateway_upstream_overloaded_total`). Without a limit every call is admitted.
+   * @param plan - the caller's plan (its priority, SPEC §18), or null
+   * @returns the admitted call, in flight until its `end()`; null when shed (answer 503)
+   */
+  admit(plan: string | null): UpstreamCall | null {
+    const admission = this.admission;
+    let shed: "shadow" | null = null;
+    if (admission !== null) {
+      const admitted = admission.admit(admission.priorityOf(plan));
+      if (admitted === "shed") return null;
+      if (admitted === "shadow") shed = "shadow";
+    }
+    this.ledger.callAdmitted();
+    return new UpstreamCall(this, shed, admission !== null);
   }
 
   /**
@@ -218,7 +222,7 @@ export class Upstream {
     return {
       balancer: this.balancerKind,
       concurrency_limit: this.admission === null ? null : this.admission.limit,
-      in_flight: this.inFlight(),
+      in_flight: this.ledger.callsAdmitted,
       endpoints: this.endpoints.map((e) => ({
         endpoint: e.name,
         url: e.url,
@@ -228,13 +232,6 @@ export class Upstream {
         in_flight: e.inFlight,
       })),
     };
-  }
-
-  /** Tries in flight to this upstream, summed over its endpoints. */
-  inFlight(): number {
-    let n = 0;
-    for (const e of this.endpoints) n += e.inFlight;
-    return n;
   }
 
   /** Closes every endpoint's connections. */
@@ -252,9 +249,9 @@ export class Upstream {
     if (this.deps.nowMs() >= o.nextUnejectionAt()) o.refresh();
   }
 
-  private newAdmission(cfg: UpstreamConfig): Admission {
-    const { max_in_flight: max = 0, adaptive_concurrency: adaptive } = cfg;
-    return new Admission(this.name, max, adaptive, this.deps.nowMs, this.deps.metrics.pool.overloaded);
+  private admissionDeps(): Parameters<typeof admissionFor>[2] {
+    const { nowMs, metrics } = this.deps;
+    return { upstream: this.name, ledger: this.ledger, nowMs, overloaded: metrics.pool.overloaded };
   }
 
   /** The detector that owns `e`'s ejection: this upstream's, or its successor's once it took `e` over. */

@@ -16,6 +16,7 @@ import {
   WINDOW_SAMPLES,
 } from "../../gateway/proxy/adaptive-limit.js";
 import { Admission } from "../../gateway/proxy/admission.js";
+import { InFlightLedger } from "../../gateway/proxy/in-flight-ledger.js";
 
 type Limit = { limit: AdaptiveLimit; clock: { ms: number } };
 
@@ -256,18 +257,31 @@ describe("admission across the re-measurement", () => {
         labelNames: ["upstream", "priority"],
         registers: [new Registry()],
       });
-      const a = new Admission("docs", 0, { min_limit: 5, max_limit: 1000, mode }, () => clock.ms, overloaded);
+      const ledger = new InFlightLedger();
+      const a = new Admission(
+        "docs",
+        ledger,
+        0,
+        { min_limit: 5, max_limit: 1000, mode },
+        () => clock.ms,
+        overloaded,
+      );
+      const admit = (): string => {
+        const admitted = a.admit("default");
+        if (admitted !== "shed") ledger.callAdmitted();
+        return admitted;
+      };
       const limit = a.adaptive!;
       // Steady at 20: 30 long streams opened before the mark stay in flight across it.
       feed({ limit, clock }, WINDOW_SAMPLES, 50, 5);
       feed({ limit, clock }, 100, 200, 100 / 20, 20);
       expect(a.limit).toBe(20);
-      for (let i = 0; i < 20; i++) expect(a.admit("default")).toBe("admitted");
+      for (let i = 0; i < 20; i++) expect(admit()).toBe("admitted");
       clock.ms += PROBE_INTERVAL_MS;
-      for (let i = 0; i < 200; i++) expect(a.admit("default")).toBe("admitted");
+      for (let i = 0; i < 200; i++) expect(admit()).toBe("admitted");
       clock.ms += MEASURE_MS;
       expect(limit.measuring).toBe(false);
-      for (let i = 0; i < 200; i++) expect(a.admit("default")).toBe("admitted");
+      for (let i = 0; i < 200; i++) expect(admit()).toBe("admitted");
     }
   });
 });

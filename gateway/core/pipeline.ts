@@ -25,6 +25,7 @@ import type { GatewayMetrics } from "../observability/metrics.js";
 import { errorOutcome, PREFLIGHT, type Outcome } from "./outcome.js";
 import { clientIp } from "../proxy/forwarded-headers.js";
 import { hashKeyOf } from "../proxy/hash-key.js";
+import { admit } from "../proxy/upstream-call.js";
 import { prepareUpstreamRequest } from "./upstream-request.js";
 import { budgetKeysOf } from "../ratelimit/budgets.js";
 import { identityOf, ipKey } from "../ratelimit/identity.js";
@@ -124,7 +125,7 @@ export class Pipeline {
     // SPEC §17 circuit breaking and §18 load shedding, before the limiter: a refused call costs no
     // budget.
     if (!answerOnly) {
-      const call = upstream.admit(policy.plan);
+      const call = admit(upstream, policy.plan);
       if (call === null) {
         await this.decisions.peek(scope, policy, identity.key);
         return errorOutcome("upstream_overloaded");

@@ -12,7 +12,7 @@
  */
 import type { Dispatcher } from "undici";
 import { afterPendingIo } from "../base/after-pending-io.js";
-import { Attempt, GIVEN_UP, type AttemptOwner } from "./attempt.js";
+import { Attempt, GIVEN_UP, onTryTimeout, TRY_TIMED_OUT, type AttemptOwner } from "./attempt.js";
 import type { HeaderMap } from "../base/request-facts.js";
 import type { UpstreamErrorReason } from "../base/results.js";
 import type { RequestTrace } from "../observability/tracing/request-trace.js";
@@ -24,20 +24,24 @@ import { HeldAnswer } from "./held-answer.js";
 import { backoffMs } from "../config/retry-policy.js";
 import { settlement } from "./settlement.js";
 import type { Upstream } from "./upstream.js";
-import { RESPONSE_TIMEOUT_CODE, upstreamErrorReason } from "./upstream-errors.js";
+import { upstreamErrorReason } from "./upstream-errors.js";
 
 /** The exchange of a response object, for the hoisted `close` and `drain` listeners. */
 const EXCHANGE: unique symbol = Symbol("gateway.exchange");
-type Relayed = ResponseTarget & { [EXCHANGE]?: PlainExchange<unknown, ResponseTarget> };
+type Relayed = ResponseTarget & { [EXCHANGE]?: Running };
+
+/** What the hoisted listeners and timers call on an exchange, whatever its context and target. */
+interface Running {
+  readonly current: Attempt | null;
+  left(): void;
+  timedOut(): void;
+  relaunch(): void;
+}
 
 const CLIENT_ABORTED = new Error("client closed the connection");
 
-const TRY_TIMED_OUT: NodeJS.ErrnoException = Object.assign(new Error("upstream try timed out"), {
-  code: RESPONSE_TIMEOUT_CODE,
-});
-
 /** One plain exchange: its tries and the result it resolves to. */
-export class PlainExchange<C, R extends ResponseTarget> implements ExchangeResult, AttemptOwner {
+export class PlainExchange<C, R extends ResponseTarget> implements ExchangeResult<C>, AttemptOwner {
   status = 0;
   failure: UpstreamErrorReason | null = null;
   responseStarted = false;
@@ -51,7 +55,7 @@ export class PlainExchange<C, R extends ResponseTarget> implements ExchangeResul
   current: Attempt | null = null;
   private backoff: NodeJS.Timeout | null = null;
   private deadline: NodeJS.Timeout | null = null;
-  resolve: ((r: ExchangeResult) => void) | null = null;
+  resolve: ((r: ExchangeResult<C>) => void) | null = null;
   /** The answer while its head waits for the core (SPEC §22 charge), else null. */
   private held: HeldAnswer | null = null;
 
@@ -67,9 +71,9 @@ export class PlainExchange<C, R extends ResponseTarget> implements ExchangeResul
     this.endpoint = upstream.pick(request.hashKey);
   }
 
-  start(): Promise<ExchangeResult> {
-    const done = settlement<ExchangeResult>(this);
-    (this.res as Relayed)[EXCHANGE] = this as PlainExchange<unknown, ResponseTarget>;
+  start(): Promise<ExchangeResult<C>> {
+    const done = settlement<ExchangeResult<C>>(this);
+    (this.res as Relayed)[EXCHANGE] = this;
     this.res.on("close", onClientClose); // emitted once; `on` skips once()'s wrapper
     if (this.request.timeoutMs > 0) this.deadline = setTimeout(onDeadline, this.request.timeoutMs, this);
     this.launch(this.endpoint, false);
@@ -271,29 +275,14 @@ function onDrain(this: Relayed): void {
 }
 
 /** The route's `timeout_ms` fired: decided once the I/O already arrived is read. */
-function onDeadline(exchange: PlainExchange<unknown, ResponseTarget>): void {
+function onDeadline(exchange: Running): void {
   afterPendingIo(deadlinePassed, exchange);
 }
 
-function deadlinePassed(exchange: PlainExchange<unknown, ResponseTarget>): void {
+function deadlinePassed(exchange: Running): void {
   exchange.timedOut();
 }
 
-function onBackoff(exchange: PlainExchange<unknown, ResponseTarget>): void {
+function onBackoff(exchange: Running): void {
   exchange.relaunch();
-}
-
-/**
- * A try's own timeout (`per_try_timeout_ms`): it fails as a timeout, which may be retried, unless
- * its head is among the I/O already arrived (read before deciding).
- */
-function onTryTimeout(attempt: Attempt): void {
-  attempt.timer = null;
-  afterPendingIo(tryTimedOut, attempt);
-}
-
-function tryTimedOut(attempt: Attempt): void {
-  if (attempt.ended || attempt.answered) return;
-  attempt.exchange.failed(attempt, TRY_TIMED_OUT);
-  attempt.controller?.abort(TRY_TIMED_OUT);
 }

@@ -11,7 +11,6 @@ import type { Counter } from "prom-client";
 import type { LoadSheddingConfig } from "../config/shedding-schema.js";
 import { admissionFor, type Admission } from "./admission.js";
 import { InFlightLedger } from "./in-flight-ledger.js";
-import { UpstreamCall } from "./upstream-call.js";
 import { compileHashOn, type HashOn } from "./hash-key.js";
 import type { UpstreamSnapshot } from "./upstream-snapshot.js";
 import { createBalancer, type Balancer } from "./balancing/balancer.js";
@@ -119,24 +118,6 @@ export class Upstream {
     this.budget.configure(cfg);
     this.admission = admissionFor(cfg, this.admission, this.admissionDeps(), true);
     this.admission?.configure(shedding);
-  }
-
-  /**
-   * Admits one call of the caller's plan (SPEC §17 circuit breaking, §18 load shedding), or sheds
-   * it (counted in `gateway_upstream_overloaded_total`). Without a limit every call is admitted.
-   * @param plan - the caller's plan (its priority, SPEC §18), or null
-   * @returns the admitted call, in flight until its `end()`; null when shed (answer 503)
-   */
-  admit(plan: string | null): UpstreamCall | null {
-    const admission = this.admission;
-    let shed: "shadow" | null = null;
-    if (admission !== null) {
-      const admitted = admission.admit(admission.priorityOf(plan));
-      if (admitted === "shed") return null;
-      if (admitted === "shadow") shed = "shadow";
-    }
-    this.ledger.callAdmitted();
-    return new UpstreamCall(this, shed, admission !== null);
   }
 
   /**

@@ -125,7 +125,7 @@ export class Pipeline {
     // SPEC §17 circuit breaking and §18 load shedding, before the limiter: a refused call costs no
     // budget.
     if (!answerOnly) {
-      const call = admit(upstream, policy.plan);
+      const call = admit(upstream, policy.plan, rt.shedding);
       if (call === null) {
         await this.decisions.peek(scope, policy, identity.key);
         return errorOutcome("upstream_overloaded");

@@ -24,6 +24,7 @@ import { Tracing } from "../observability/tracing/tracing.js";
 import { endpointsOf, type UpstreamConfig } from "../config/upstream-schema.js";
 import { connectionKey, type Endpoint } from "../proxy/endpoint.js";
 import { Upstream } from "../proxy/upstream.js";
+import { SheddingPolicy } from "../proxy/shedding-policy.js";
 import type { UpstreamRequestSettings } from "./upstream-request.js";
 import { Generation } from "./generation.js";
 import { upstreamTls, type UpstreamTls } from "../proxy/upstream-tls.js";
@@ -74,6 +75,8 @@ export interface Runtime {
   readonly policies: PolicySet;
   /** The upstreams (their endpoints, balancers and health), by name. */
   readonly upstreams: ReadonlyMap<string, Upstream>;
+  /** `load_shedding` (SPEC §18), read at each admission: a reload's applies once it commits. */
+  readonly shedding: SheddingPolicy;
   /** What shapes the upstream request, from the configuration. */
   readonly upstreamSettings: UpstreamRequestSettings;
   readonly auth: AuthenticatorChain;
@@ -188,6 +191,7 @@ export function buildRuntime(config: GatewayConfig, deps: RuntimeDeps, previous?
     classifier: new Classifier(config),
     policies: compilePolicies(config),
     upstreams,
+    shedding: new SheddingPolicy(config.load_shedding),
     upstreamSettings: {
       forwardAuthorization: config.auth.forward_authorization,
       trustProxy: config.trust_proxy,
@@ -222,11 +226,11 @@ function keepsUpstream(
 
 /**
  * Makes a built configuration the one in force: applies the settings its upstreams read per call
- * (timeouts, limits, retry budget, `load_shedding`). Called once per configuration, when it
+ * (timeouts, limits, retry budget; `load_shedding` is the runtime's own, read at admission). Called once per configuration, when it
  * commits, never while it is only prepared (a cluster reload that aborts changes nothing live).
  */
 export function activateRuntime(rt: Pick<Runtime, "config" | "upstreams">): void {
-  for (const [name, u] of rt.upstreams) u.apply(rt.config.upstreams[name]!, rt.config.load_shedding);
+  for (const [name, u] of rt.upstreams) u.apply(rt.config.upstreams[name]!);
 }
 
 /**

@@ -7,16 +7,13 @@
  * process; the limit's algorithm is {@link AdaptiveLimit}.
  */
 import type { Counter } from "prom-client";
-import type { AdaptiveConcurrencyConfig, LoadSheddingConfig, Priority } from "../config/shedding-schema.js";
+import type { AdaptiveConcurrencyConfig, Priority } from "../config/shedding-schema.js";
 import type { UpstreamConfig } from "../config/upstream-schema.js";
 import { AdaptiveLimit } from "./adaptive-limit.js";
 import type { InFlightLedger } from "./in-flight-ledger.js";
 
 /** What {@link Admission.admit} decided: let in, refused (503), or let in but counted as shed (shadow mode). */
 export type Admitted = "admitted" | "shed" | "shadow";
-
-const WHOLE: Readonly<Record<Priority, number>> = { critical: 1, default: 1, sheddable: 1 };
-const NO_PRIORITIES: ReadonlyMap<string, Priority> = new Map();
 
 /**
  * One upstream's admission: exists only when the upstream has a limit. It decides; the upstream's
@@ -29,8 +26,6 @@ export class Admission {
   private shadow: boolean;
   /** The `adaptive_concurrency` block {@link adaptive} was made from, as JSON ("" for none). */
   private adaptiveSettings: string;
-  private shares: Readonly<Record<Priority, number>> = WHOLE;
-  private priorities: ReadonlyMap<string, Priority> = NO_PRIORITIES;
   private readonly overloaded: Readonly<Record<Priority, { inc(): void }>>;
   private readonly nowMs: () => number;
   private readonly ledger: InFlightLedger;
@@ -78,17 +73,6 @@ export class Admission {
     this.shadow = adaptive?.mode === "shadow";
   }
 
-  /** Applies a configuration's `load_shedding` block (or its absence: every share 1). */
-  configure(shedding: LoadSheddingConfig | undefined): void {
-    this.shares = shedding?.shares ?? WHOLE;
-    this.priorities = new Map(Object.entries(shedding?.priorities ?? {}));
-  }
-
-  /** A caller's priority: its plan's, `default` without a plan or for an unlisted one. */
-  priorityOf(plan: string | null): Priority {
-    return (plan === null ? undefined : this.priorities.get(plan)) ?? "default";
-  }
-
   /** The concurrency limit: `max_in_flight`, the adaptive limit, or the smaller of both (calls). */
   get limit(): number {
     const a = this.adaptive;
@@ -100,10 +84,10 @@ export class Admission {
    * Decides on one call of `priority` against the calls admitted now: let in, or refused (counted
    * in `overloaded_total`). In shadow mode only `max_in_flight` refuses; a call the adaptive limit
    * would have shed is let in, counted, and reported as `"shadow"`. The caller counts a call let
-   * in in the ledger (`Upstream.admit`).
+   * in in the ledger (`admit` in upstream-call.ts).
+   * @param share - the share of the limit calls of `priority` may fill (`load_shedding.shares`)
    */
-  admit(priority: Priority): Admitted {
-    const share = this.shares[priority];
+  admit(priority: Priority, share: number): Admitted {
     const calls = this.ledger.callsAdmitted;
     if (this.shadow) {
       if (this.maxInFlight !== 0 && calls >= share * this.maxInFlight) return this.refuse(priority);

@@ -24,6 +24,7 @@ import type {
 import { exchangeUpgrade, type UpgradeRequest } from "./exchange-upgrade.js";
 import { PlainExchange } from "./plain-exchange.js";
 import { readWhole } from "./read-whole.js";
+import type { SheddingPolicy } from "./shedding-policy.js";
 import type { Upstream } from "./upstream.js";
 
 /** What a route asks of its calls (SPEC §17), compiled at load (`routing/routes.ts`). */
@@ -53,13 +54,19 @@ export interface CallTarget {
  * shedding), or sheds it (counted in `gateway_upstream_overloaded_total`). Without a limit every
  * call is admitted.
  * @param plan - the caller's plan (its priority, SPEC §18), or null
+ * @param shedding - the `load_shedding` block of the configuration the call runs on
  * @returns the admitted call, in flight until its `end()`; null when shed (answer 503)
  */
-export function admit(upstream: Upstream, plan: string | null): UpstreamCall | null {
+export function admit(
+  upstream: Upstream,
+  plan: string | null,
+  shedding: SheddingPolicy,
+): UpstreamCall | null {
   const admission = upstream.admission;
   let shed: "shadow" | null = null;
   if (admission !== null) {
-    const admitted = admission.admit(admission.priorityOf(plan));
+    const priority = shedding.priorityOf(plan);
+    const admitted = admission.admit(priority, shedding.shares[priority]);
     if (admitted === "shed") return null;
     if (admitted === "shadow") shed = "shadow";
   }

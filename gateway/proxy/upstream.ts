@@ -8,7 +8,6 @@ import type { UpstreamConfig } from "../config/upstream-schema.js";
 import type { UpstreamErrorReason } from "../base/results.js";
 import type { UpstreamPoolMetrics } from "../observability/upstream-metrics.js";
 import type { Counter } from "prom-client";
-import type { LoadSheddingConfig } from "../config/shedding-schema.js";
 import { admissionFor, type Admission } from "./admission.js";
 import { InFlightLedger } from "./in-flight-ledger.js";
 import { compileHashOn, type HashOn } from "./hash-key.js";
@@ -105,10 +104,11 @@ export class Upstream {
 
   /**
    * Applies the per-call settings when their configuration commits (never while it is only
-   * prepared): `timeout_ms`, `max_in_flight`, `adaptive_concurrency`, `retry_budget`,
-   * `load_shedding`; admitted calls stay counted, and a replaced upstream learns its successor.
+   * prepared): `timeout_ms`, `max_in_flight`, `adaptive_concurrency`, `retry_budget`; admitted
+   * calls stay counted, and a replaced upstream learns its successor. (`load_shedding` is read
+   * at admission from the runtime the call runs on.)
    */
-  apply(cfg: UpstreamConfig, shedding: LoadSheddingConfig | undefined): void {
+  apply(cfg: UpstreamConfig): void {
     if (this.predecessor !== null) this.predecessor.successor = this;
     this.predecessor = null;
     for (const e of this.endpoints) {
@@ -117,7 +117,6 @@ export class Upstream {
     }
     this.budget.configure(cfg);
     this.admission = admissionFor(cfg, this.admission, this.admissionDeps(), true);
-    this.admission?.configure(shedding);
   }
 
   /**

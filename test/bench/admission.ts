@@ -7,6 +7,7 @@
 import { Counter, Registry } from "prom-client";
 import { Admission } from "../../gateway/proxy/admission.js";
 import { InFlightLedger } from "../../gateway/proxy/in-flight-ledger.js";
+import { SheddingPolicy } from "../../gateway/proxy/shedding-policy.js";
 
 const CALLS = 1_000_000;
 const ROUNDS = 7;
@@ -25,7 +26,7 @@ const admission = new Admission(
   () => performance.now(),
   overloaded,
 );
-admission.configure({
+const shedding = new SheddingPolicy({
   priorities: { gold: "critical", free: "sheddable" },
   shares: { sheddable: 0.5, default: 0.9, critical: 1 },
 });
@@ -36,7 +37,8 @@ function enabled(): number {
   let admitted = 0;
   for (let i = 0; i < CALLS; i++) {
     const a = admission;
-    if (a.admit(a.priorityOf(plans[i & 3]!)) !== "shed") {
+    const priority = shedding.priorityOf(plans[i & 3]!);
+    if (a.admit(priority, shedding.shares[priority]) !== "shed") {
       ledger.callAdmitted();
       a.sample(50 + (i & 7), 0);
       ledger.callEnded();

@@ -267,7 +267,7 @@ describe("admission across the re-measurement", () => {
         overloaded,
       );
       const admit = (): string => {
-        const admitted = a.admit("default");
+        const admitted = a.admit("default", 1);
         if (admitted !== "shed") ledger.callAdmitted();
         return admitted;
       };

@@ -58,7 +58,7 @@ export class Pipeline {
   constructor({ clock, metrics, logger }: PipelineDeps) {
     this.logger = logger;
     this.hot = new HotMetrics(metrics);
-    this.loop = new LoopStall(() => clock.monotonicMs());
+    this.loop = new LoopStall(clock);
     this.proxy = new ProxyStep(clock, this.hot, this.loop);
     this.decisions = new Decisions(this.hot, logger);
   }

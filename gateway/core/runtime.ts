@@ -164,7 +164,7 @@ export function buildRuntime(config: GatewayConfig, deps: RuntimeDeps, previous?
   const traceSettings = tracingSettings(config.tracing, process.env);
   const kept = previous?.tracing ?? null;
   const upstreams = new Map<string, Upstream>();
-  const upstreamDeps = { metrics: deps.metrics, logger: deps.logger, nowMs: () => deps.clock.monotonicMs() };
+  const upstreamDeps = { metrics: deps.metrics, logger: deps.logger, clock: deps.clock };
   for (const [name, u] of Object.entries(config.upstreams)) {
     const before = previous?.upstreams.get(name);
     const keep =

@@ -7,6 +7,7 @@
  * process; the limit's algorithm is {@link AdaptiveLimit}.
  */
 import type { Counter } from "prom-client";
+import type { Clock } from "../base/clock.js";
 import type { AdaptiveConcurrencyConfig, Priority } from "../config/shedding-schema.js";
 import type { UpstreamConfig } from "../config/upstream-schema.js";
 import { AdaptiveLimit } from "./adaptive-limit.js";
@@ -27,14 +28,14 @@ export class Admission {
   /** The `adaptive_concurrency` block {@link adaptive} was made from, as JSON ("" for none). */
   private adaptiveSettings: string;
   private readonly overloaded: Readonly<Record<Priority, { inc(): void }>>;
-  private readonly nowMs: () => number;
+  private readonly clock: Clock;
   private readonly ledger: InFlightLedger;
 
   /**
    * @param ledger - the upstream's counts in flight (its admitted calls are read, never moved here)
    * @param maxInFlight - `max_in_flight`, or 0 for none
    * @param adaptive - `adaptive_concurrency`, or undefined for none
-   * @param nowMs - monotonic milliseconds (the adaptive limit's clock)
+   * @param clock - the adaptive limit's monotonic time and jitter
    * @param overloaded - `gateway_upstream_overloaded_total`
    */
   constructor(
@@ -42,13 +43,13 @@ export class Admission {
     ledger: InFlightLedger,
     maxInFlight: number,
     adaptive: AdaptiveConcurrencyConfig | undefined,
-    nowMs: () => number,
+    clock: Clock,
     overloaded: Counter<"upstream" | "priority">,
   ) {
     this.maxInFlight = maxInFlight;
     this.ledger = ledger;
-    this.nowMs = nowMs;
-    this.adaptive = adaptiveLimitOf(adaptive, nowMs);
+    this.clock = clock;
+    this.adaptive = adaptiveLimitOf(adaptive, clock);
     this.adaptiveSettings = JSON.stringify(adaptive ?? "");
     this.shadow = adaptive?.mode === "shadow";
     const child = (priority: Priority) => overloaded.labels({ upstream, priority });
@@ -67,7 +68,7 @@ export class Admission {
     this.maxInFlight = maxInFlight;
     const settings = JSON.stringify(adaptive ?? "");
     if (settings !== this.adaptiveSettings) {
-      this.adaptive = adaptiveLimitOf(adaptive, this.nowMs);
+      this.adaptive = adaptiveLimitOf(adaptive, this.clock);
       this.adaptiveSettings = settings;
     }
     this.shadow = adaptive?.mode === "shadow";
@@ -116,18 +117,18 @@ export class Admission {
 
 function adaptiveLimitOf(
   adaptive: AdaptiveConcurrencyConfig | undefined,
-  nowMs: () => number,
+  clock: Clock,
 ): AdaptiveLimit | null {
   if (adaptive === undefined) return null;
-  return new AdaptiveLimit({ minLimit: adaptive.min_limit, maxLimit: adaptive.max_limit, nowMs });
+  return new AdaptiveLimit({ minLimit: adaptive.min_limit, maxLimit: adaptive.max_limit, clock });
 }
 
 /** What an upstream's admission is made with. */
 export interface AdmissionDeps {
   upstream: string;
   ledger: InFlightLedger;
-  /** Monotonic milliseconds (the adaptive limit's clock). */
-  nowMs: () => number;
+  /** The adaptive limit's monotonic time and jitter. */
+  clock: Clock;
   /** `gateway_upstream_overloaded_total`. */
   overloaded: Counter<"upstream" | "priority">;
 }
@@ -146,7 +147,7 @@ export function admissionFor(
   const { max_in_flight: max = 0, adaptive_concurrency: adaptive } = cfg;
   if (max <= 0 && adaptive === undefined) return null;
   if (current === null)
-    return new Admission(deps.upstream, deps.ledger, max, adaptive, deps.nowMs, deps.overloaded);
+    return new Admission(deps.upstream, deps.ledger, max, adaptive, deps.clock, deps.overloaded);
   if (reconfigure) current.reconfigure(max, adaptive);
   return current;
 }

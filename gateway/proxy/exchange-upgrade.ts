@@ -79,7 +79,7 @@ class HandshakeExchange<C> implements UpgradeExchange, ExchangeResult<C> {
     socket.once("close", onClientClose);
     this.upstream.ledger.tryDispatched(endpoint);
     endpoint.metrics.requests.inc();
-    this.startedMs = this.upstream.nowMs();
+    this.startedMs = this.upstream.clock.monotonicMs();
     this.decorator.attemptStarted(this.context, endpoint);
     this.trace?.startUpstream(req.method ?? "GET", endpoint.address, endpoint.port, req.headers);
     endpoint.ws.relay(req, socket, head);

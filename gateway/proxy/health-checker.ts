@@ -24,7 +24,7 @@ import { endpointName, endpointsOf } from "../config/upstream-schema.js";
 import { afterPendingIo } from "../base/after-pending-io.js";
 import { HealthState } from "./balancing/health-state.js";
 import { upstreamTls } from "./upstream-tls.js";
-import { systemClock, type Clock } from "../base/clock.js";
+import type { Clock } from "../base/clock.js";
 
 /** One endpoint's active health state. */
 export interface HealthReport {
@@ -43,10 +43,8 @@ export interface HealthCheckerDeps {
   onChange: (report: HealthReport) => void;
   /** Directory TLS files resolve against. */
   baseDir: string;
-  /** Times the probes (`monotonicMs`); the system clock by default. */
-  clock?: Clock;
-  /** Uniform in [0, 1): the intervals' jitter. @default Math.random */
-  random?: () => number;
+  /** Times the probes (`monotonicMs`) and draws the intervals' jitter (`random`). */
+  clock: Clock;
 }
 
 /** The largest share of `interval_ms` a probe's interval is shortened by. */
@@ -189,7 +187,7 @@ export class HealthChecker {
   }
 
   private async probe(t: Target): Promise<void> {
-    const startedMs = (this.deps.clock ?? systemClock).monotonicMs();
+    const startedMs = this.deps.clock.monotonicMs();
     let passed = false;
     try {
       // `timeout_ms` until the head, decided after the I/O already arrived is read.
@@ -221,8 +219,8 @@ export class HealthChecker {
       this.deps.onChange(fields);
     }
     // The interval counts from the probe's start, so a slow endpoint is not probed less often.
-    const elapsedMs = (this.deps.clock ?? systemClock).monotonicMs() - startedMs;
-    const draw = (this.deps.random ?? Math.random)();
+    const elapsedMs = this.deps.clock.monotonicMs() - startedMs;
+    const draw = this.deps.clock.random();
     this.schedule(t, nextProbeDelayMs(this.intervals.get(t.upstream)!, elapsedMs, t.offsetMs, draw));
     t.offsetMs = 0;
   }

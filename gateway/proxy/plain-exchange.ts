@@ -90,7 +90,7 @@ export class PlainExchange<C, R extends ResponseTarget> implements ExchangeResul
     endpoint.metrics.requests.inc();
     this.hooks.attemptStarted(this.context, endpoint);
     trace?.startUpstream(request.method, endpoint.address, endpoint.port, request.headers);
-    const attempt = new Attempt(this, endpoint, retry, this.upstream.nowMs());
+    const attempt = new Attempt(this, endpoint, retry, this.upstream.clock.monotonicMs());
     this.current = attempt;
     const perTry = request.retry?.perTryTimeoutMs ?? 0;
     if (perTry > 0) attempt.timer = setTimeout(onTryTimeout, perTry, attempt);
@@ -230,7 +230,7 @@ export class PlainExchange<C, R extends ResponseTarget> implements ExchangeResul
   /** Waits the backoff, then tries another endpoint (the budget put the retry in flight). */
   private retry(): void {
     this.current = null;
-    const wait = backoffMs(this.request.retry!, this.attempts, Math.random());
+    const wait = backoffMs(this.request.retry!, this.attempts, this.upstream.clock.random());
     this.backoff = setTimeout(onBackoff, wait, this);
   }
 

@@ -4,6 +4,7 @@
  * report. It is what the core's proxy outcome names; each {@link Endpoint} owns the connections.
  */
 import type { Logger } from "pino";
+import type { Clock } from "../base/clock.js";
 import type { UpstreamConfig } from "../config/upstream-schema.js";
 import type { UpstreamErrorReason } from "../base/results.js";
 import type { UpstreamPoolMetrics } from "../observability/upstream-metrics.js";
@@ -23,8 +24,8 @@ import type { UpstreamTls } from "./upstream-tls.js";
 export interface UpstreamDeps {
   metrics: { pool: UpstreamPoolMetrics; upstreamErrors: Counter<"upstream" | "reason"> };
   logger: Logger;
-  /** Monotonic milliseconds (outlier ejection times). */
-  nowMs: () => number;
+  /** Monotonic time (tries, outlier ejections, the adaptive limit) and jitter (retry backoff). */
+  clock: Clock;
 }
 
 /** Statuses of the endpoint itself that count as a failed call (SPEC §16 outlier detection). */
@@ -91,7 +92,7 @@ export class Upstream {
               baseEjectionMs: o.base_ejection_ms,
               maxEjectionPercent: o.max_ejection_percent,
             },
-            deps.nowMs,
+            deps.clock,
             (i: number, ejected: boolean) => this.ejectionChanged(i, ejected),
           )
         : null;
@@ -155,9 +156,9 @@ export class Upstream {
     return this.endpoints[i]!;
   }
 
-  /** Monotonic milliseconds: when a try starts (its time to head is measured from then). */
-  nowMs(): number {
-    return this.deps.nowMs();
+  /** The gateway's clock: a try's start and time to head, its retry's backoff jitter. */
+  get clock(): Clock {
+    return this.deps.clock;
   }
 
   /**
@@ -166,7 +167,7 @@ export class Upstream {
    * @param startedMs - when the try was sent ({@link nowMs})
    */
   answered(endpoint: Endpoint, status: number, startedMs: number): void {
-    endpoint.metrics.duration.observe((this.deps.nowMs() - startedMs) / 1000);
+    endpoint.metrics.duration.observe((this.deps.clock.monotonicMs() - startedMs) / 1000);
     const o = this.outliersOf(endpoint);
     if (o === null) return;
     if (isGatewayFailure(status)) o.failure(endpoint.index);
@@ -226,12 +227,12 @@ export class Upstream {
   refreshEjections(): void {
     const o = this.outliers;
     if (o === null || this.ejectedCount === 0) return;
-    if (this.deps.nowMs() >= o.nextUnejectionAt()) o.refresh();
+    if (this.deps.clock.monotonicMs() >= o.nextUnejectionAt()) o.refresh();
   }
 
   private admissionDeps(): Parameters<typeof admissionFor>[2] {
-    const { nowMs, metrics } = this.deps;
-    return { upstream: this.name, ledger: this.ledger, nowMs, overloaded: metrics.pool.overloaded };
+    const { clock, metrics } = this.deps;
+    return { upstream: this.name, ledger: this.ledger, clock, overloaded: metrics.pool.overloaded };
   }
 
   /** The detector that owns `e`'s ejection: this upstream's, or its successor's once it took `e` over. */

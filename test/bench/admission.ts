@@ -5,6 +5,7 @@
  * (what a request pays without the blocks: one null check). Prints ns per call, median of 7 rounds.
  */
 import { Counter, Registry } from "prom-client";
+import { systemClock } from "../../gateway/base/clock.js";
 import { Admission } from "../../gateway/proxy/admission.js";
 import { InFlightLedger } from "../../gateway/proxy/in-flight-ledger.js";
 import { SheddingPolicy } from "../../gateway/proxy/shedding-policy.js";
@@ -23,7 +24,7 @@ const admission = new Admission(
   ledger,
   0,
   { min_limit: 5, max_limit: 1000, mode: "enforce" },
-  () => performance.now(),
+  systemClock,
   overloaded,
 );
 const shedding = new SheddingPolicy({

@@ -24,7 +24,11 @@ type Limit = { limit: AdaptiveLimit; clock: { ms: number } };
 function limitOf(minLimit = 1, maxLimit = 1000): Limit {
   const clock = { ms: 0 };
   // No jitter: the mark is exactly PROBE_INTERVAL_MS after the start.
-  const limit = new AdaptiveLimit({ minLimit, maxLimit, nowMs: () => clock.ms, random: () => 0 });
+  const limit = new AdaptiveLimit({
+    minLimit,
+    maxLimit,
+    clock: { monotonicMs: () => clock.ms, random: () => 0 },
+  });
   return { limit, clock };
 }
 
@@ -218,8 +222,7 @@ it("shortens the interval by up to 15 % (Envoy's jitter), never lengthens it", (
     const limit = new AdaptiveLimit({
       minLimit: 1,
       maxLimit: 100,
-      nowMs: () => clock.ms,
-      random: () => draw,
+      clock: { monotonicMs: () => clock.ms, random: () => draw },
     });
     clock.ms = MEASURE_MS;
     expect(limit.measuring).toBe(false);
@@ -263,7 +266,7 @@ describe("admission across the re-measurement", () => {
         ledger,
         0,
         { min_limit: 5, max_limit: 1000, mode },
-        () => clock.ms,
+        { nowMs: () => 0, monotonicMs: () => clock.ms, random: Math.random },
         overloaded,
       );
       const admit = (): string => {

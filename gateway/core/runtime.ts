@@ -27,7 +27,7 @@ import { Upstream } from "../proxy/upstream.js";
 import { SheddingPolicy } from "../proxy/shedding-policy.js";
 import type { UpstreamRequestSettings } from "./upstream-request.js";
 import { Generation } from "./generation.js";
-import { upstreamTls, type UpstreamTls } from "../proxy/upstream-tls.js";
+import { endpointAddress, type EndpointAddress } from "../proxy/endpoint-address.js";
 import { createLimiter, type LimiterHandle } from "../ratelimit/create.js";
 import { compilePolicies, type PolicySet } from "../ratelimit/policy.js";
 import { Classifier } from "../routing/classify.js";
@@ -151,11 +151,11 @@ export function buildRuntime(config: GatewayConfig, deps: RuntimeDeps, previous?
     previous.config.rate_limits.expected_replicas === config.rate_limits.expected_replicas;
   // Files first (they may throw), then what holds sockets, so a bad file leaks nothing. TLS files
   // are re-read on every reload: a rotated CA or client certificate makes new connections.
-  const tls = new Map<string, (UpstreamTls | null)[]>();
+  const addresses = new Map<string, EndpointAddress[]>();
   for (const [name, u] of Object.entries(config.upstreams)) {
-    tls.set(
+    addresses.set(
       name,
-      endpointsOf(u).map((e) => upstreamTls(name, u, e.url, deps.baseDir)),
+      endpointsOf(u).map((e) => endpointAddress(name, u, e.url, deps.baseDir)),
     );
   }
   const auth = keepAuth
@@ -168,8 +168,9 @@ export function buildRuntime(config: GatewayConfig, deps: RuntimeDeps, previous?
   for (const [name, u] of Object.entries(config.upstreams)) {
     const before = previous?.upstreams.get(name);
     const keep =
-      before !== undefined && keepsUpstream(previous!.config.upstreams[name]!, u, before, tls.get(name)!);
-    upstreams.set(name, keep ? before : new Upstream(name, u, tls.get(name)!, upstreamDeps, before));
+      before !== undefined &&
+      keepsUpstream(previous!.config.upstreams[name]!, u, before, addresses.get(name)!);
+    upstreams.set(name, keep ? before : new Upstream(name, u, addresses.get(name)!, upstreamDeps, before));
   }
   // The first configuration is live at once; a reload's, when it commits (activateRuntime).
   if (previous === undefined) activateRuntime({ config, upstreams });
@@ -217,11 +218,11 @@ function keepsUpstream(
   before: UpstreamConfig,
   next: UpstreamConfig,
   upstream: Upstream,
-  tls: readonly (UpstreamTls | null)[],
+  addresses: readonly EndpointAddress[],
 ): boolean {
   const shape = (u: UpstreamConfig) => [endpointsOf(u), u.balancer, u.hash_on, u.outlier_detection];
   if (!same(shape(before), shape(next))) return false;
-  return upstream.endpoints.every((e, i) => e.connectionKey === connectionKey(e.url, next, tls[i] ?? null));
+  return upstream.endpoints.every((e, i) => e.connectionKey === connectionKey(addresses[i]!, next));
 }
 
 /**

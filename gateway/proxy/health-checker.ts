@@ -20,10 +20,10 @@ import { Client } from "undici";
 import type { Logger } from "pino";
 import type { Counter } from "prom-client";
 import type { GatewayConfig } from "../config/schema.js";
-import { endpointName, endpointsOf } from "../config/upstream-schema.js";
+import { endpointsOf } from "../config/upstream-schema.js";
 import { afterPendingIo } from "../base/after-pending-io.js";
 import { HealthState } from "./balancing/health-state.js";
-import { upstreamTls } from "./upstream-tls.js";
+import { endpointAddress, undiciConnect } from "./endpoint-address.js";
 import type { Clock } from "../base/clock.js";
 
 /** One endpoint's active health state. */
@@ -116,20 +116,19 @@ export class HealthChecker {
       const h = u.health_check;
       if (h === undefined) continue;
       for (const e of endpointsOf(u)) {
-        const url = new URL(e.url);
-        const endpoint = endpointName(e.url);
-        const tls = upstreamTls(name, u, e.url, deps.baseDir);
+        const at = endpointAddress(name, u, e.url, deps.baseDir);
+        const endpoint = at.name;
         this.targets.push({
           upstream: name,
           endpoint,
-          client: new Client(url.origin, {
+          client: new Client(at.origin, {
             pipelining: 1,
             // Backstops only: the probe's own timer decides, after pending I/O is read.
             headersTimeout: 2 * h.timeout_ms,
             bodyTimeout: 2 * h.timeout_ms,
-            connect: { timeout: h.timeout_ms, ...tls },
+            connect: undiciConnect(at, h.timeout_ms),
           }),
-          path: url.pathname.replace(/\/+$/, "") + h.path,
+          path: at.basePath + h.path,
           timeoutMs: h.timeout_ms,
           state: new HealthState(
             { healthyThreshold: h.healthy_threshold, unhealthyThreshold: h.unhealthy_threshold },

@@ -18,7 +18,7 @@ import { OutlierDetector } from "./balancing/outlier-detector.js";
 import { PanicRouting } from "./panic-routing.js";
 import { RetryBudget } from "./retry-budget.js";
 import { endpointsFor, type Endpoint } from "./endpoint.js";
-import type { UpstreamTls } from "./upstream-tls.js";
+import type { EndpointAddress } from "./endpoint-address.js";
 
 /** What an upstream reports to. */
 export interface UpstreamDeps {
@@ -62,7 +62,7 @@ export class Upstream {
   private readonly panic: PanicRouting;
 
   /**
-   * @param tls - each endpoint's TLS settings (same order as its endpoints), null entries for http
+   * @param addresses - each endpoint's address and TLS settings (same order as its endpoints)
    * @param previous - the upstream of this name a reload replaces (SPEC §7): its endpoints kept by
    *   name at the same place with unchanged connections are taken over with their connections,
    *   calls in flight, health and ejection, and so is its admission (its calls in flight still
@@ -71,7 +71,7 @@ export class Upstream {
   constructor(
     name: string,
     cfg: UpstreamConfig,
-    tls: readonly (UpstreamTls | null)[],
+    addresses: readonly EndpointAddress[],
     private readonly deps: UpstreamDeps,
     previous?: Upstream,
   ) {
@@ -79,7 +79,7 @@ export class Upstream {
     this.balancerKind = cfg.balancer;
     const pool = deps.metrics.pool;
     const taken: number[] = [];
-    this.endpoints = endpointsFor(name, cfg, tls, pool, previous?.endpoints ?? [], taken);
+    this.endpoints = endpointsFor(name, cfg, addresses, pool, previous?.endpoints ?? [], taken);
     this.hashOn = cfg.balancer === "consistent_hash" ? compileHashOn(cfg.hash_on ?? "identity") : null;
     this.balancer = this.endpoints.length > 1 ? createBalancer(cfg.balancer, this.endpoints) : null;
     const o = cfg.outlier_detection;

@@ -132,6 +132,8 @@ export class Pipeline {
       }
       scope.shed = call.shed;
       scope.call = call;
+      // The client left while the call was authenticated: its scope's one end has passed.
+      if (scope.finished) call.end();
     }
     const decision = await this.decisions.consume(scope, policy, identity.key);
     if (decision === null) return errorOutcome("ratelimit_unavailable");

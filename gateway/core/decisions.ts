@@ -64,7 +64,8 @@ export class Decisions {
         : policy.mode === "shadow"
           ? "shadow_limited"
           : "limited";
-    this.hot.decision(policy.className, policy.plan ?? "none", outcome);
+    const window = decision.allowed ? "none" : policy.windowNames[decision.windowIndex]!;
+    this.hot.decision(policy.className, policy.plan ?? "none", outcome, window);
     // SPEC §22: units of classes that cost more than one or charge (nothing for the others).
     if (decision.allowed && (policy.cost > 1 || policy.charge !== null))
       this.hot.unitsSpent(policy.className, "cost", policy.cost);
@@ -76,6 +77,12 @@ export class Decisions {
     scope.policy = policy;
     scope.decision = decision;
     scope.headers = rateLimitHeaders(decision, policy, scope.budgets);
-    scope.limitedBy = decision.allowed ? null : levelName(policy, decision.windowIndex);
+    if (decision.allowed) {
+      scope.limitedBy = null;
+      scope.limitingWindow = null;
+    } else {
+      scope.limitedBy = levelName(policy, decision.windowIndex);
+      scope.limitingWindow = policy.windowNames[decision.windowIndex]!;
+    }
   }
 }

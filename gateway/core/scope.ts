@@ -61,6 +61,8 @@ export class RequestScope implements FinishedRequest {
   corsAllowed: string | null = null;
   /** For a refused decision: `"identity"` or the budget's key that refused it (SPEC §22); else null. */
   limitedBy: string | null = null;
+  /** For a refused decision: the refusing window's name (`"month"`, `"60s"`; SPEC §19); else null. */
+  limitingWindow: string | null = null;
   /** Catalog code when the gateway answered itself. */
   errorCode: ErrorCode | null = null;
   /** The clock's monotonic reading when the upstream request was sent (ms), or -1. */

@@ -7,7 +7,7 @@
  *
  * Fields: request id, method, path (normalised, no query: queries can hold `access_token`, RFC 6750
  * §2.3), route, class, plan (SPEC §10), status, durations (ms), the upstream endpoint (SPEC §16), identity, remaining, client IP,
- * protocol, the level that refused a call (`limited_by`, SPEC §22), and while tracing is on the W3C trace id and the SERVER span's id (SPEC §13). Nothing in
+ * protocol, the level and window that refused a call (`limited_by`, SPEC §22; `window`, SPEC §19), and while tracing is on the W3C trace id and the SERVER span's id (SPEC §13). Nothing in
  * it comes from a header other than `X-Request-Id` (validated) and, behind `trust_proxy`, the client
  * IP (a client's `traceparent` only as the trace id, which the propagator validated as 32 hex digits).
  */
@@ -50,6 +50,8 @@ export interface AccessLine {
   mode?: "decision";
   /** On a refused decision: the level that refused it, `"identity"` or a budget's key (SPEC §22). */
   limited_by?: string;
+  /** On a refused decision: the refusing window's name, `"month"` or `"60s"` (SPEC §19). */
+  window?: string;
   msg: "request";
 }
 
@@ -113,6 +115,7 @@ export class AccessLog implements FinishObserver {
     if (scope.shed !== null) line += `,"shed":"${scope.shed}"`;
     if (scope.mode === "decision") line += `,"mode":"decision"`;
     if (scope.limitedBy !== null) line += `,"limited_by":${JSON.stringify(scope.limitedBy)}`;
+    if (scope.limitingWindow !== null) line += `,"window":"${scope.limitingWindow}"`;
     this.pending += line + `,"msg":"request"}\n`;
     if (this.pending.length >= CHUNK_CHARS) this.flush();
   }

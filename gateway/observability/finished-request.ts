@@ -44,6 +44,8 @@ export interface FinishedRequest {
    * budget's key (`"claim:org_id"`); else null.
    */
   readonly limitedBy: string | null;
+  /** For a refused decision: the refusing window's name (`"month"`, `"60s"`); else null. */
+  readonly limitingWindow: string | null;
   /** Catalogue code when the gateway answered itself, else null. */
   readonly errorCode: ErrorCode | null;
   /** Upstream time to response head (ms), or -1. */

@@ -26,8 +26,8 @@ function inner<K, K2, V>(outer: Map<K, Map<K2, V>>, key: K): Map<K2, V> {
 export class HotMetrics {
   /** route → class → status code. */
   private readonly requests = new Map<string, Map<string, Map<number, RequestChildren>>>();
-  /** class → plan → outcome. */
-  private readonly decisions = new Map<string, Map<string, Map<DecisionOutcome, HotCount>>>();
+  /** class → plan → outcome → window. */
+  private readonly decisions = new Map<string, Map<string, Map<DecisionOutcome, Map<string, HotCount>>>>();
   private readonly auth = new Map<AuthResult, HotCount>();
   private readonly upstreams = new Map<string, HotDistribution>();
   /** class → kind (SPEC §22 units). */
@@ -53,13 +53,14 @@ export class HotMetrics {
   /**
    * One rate-limit decision.
    * @param plan - a configured plan's name, or `none`
+   * @param window - the refusing window's name (`month`, `60s`), or `none` for an admitted call
    */
-  decision(cls: string, plan: string, outcome: DecisionOutcome): void {
-    const byOutcome = inner(inner(this.decisions, cls), plan);
-    let c = byOutcome.get(outcome);
+  decision(cls: string, plan: string, outcome: DecisionOutcome, window: string): void {
+    const byWindow = inner(inner(inner(this.decisions, cls), plan), outcome);
+    let c = byWindow.get(window);
     if (c === undefined) {
-      c = this.m.ratelimitDecisions.labels({ class: cls, plan, outcome });
-      byOutcome.set(outcome, c);
+      c = this.m.ratelimitDecisions.labels({ class: cls, plan, outcome, window });
+      byWindow.set(window, c);
     }
     c.inc();
   }

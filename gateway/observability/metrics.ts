@@ -41,7 +41,7 @@ export interface GatewayMetrics {
   requests: HotCounter<"route" | "class" | "code">;
   requestDuration: HotHistogram<"route" | "class">;
   upstreamDuration: HotHistogram<"upstream">;
-  ratelimitDecisions: HotCounter<"class" | "plan" | "outcome">;
+  ratelimitDecisions: HotCounter<"class" | "plan" | "outcome" | "window">;
   planClaimUnknown: Counter;
   storeErrors: Counter<"store" | "reason">;
   storeDuration: HotHistogram<"store">;
@@ -106,8 +106,8 @@ export function createMetrics(registry: Registry, version: string): GatewayMetri
     }),
     ratelimitDecisions: new HotCounter({
       name: "gateway_ratelimit_decisions_total",
-      help: "Rate-limit decisions by class, plan (a configured plan or none) and outcome (allowed, limited, shadow_limited, degraded).",
-      labelNames: ["class", "plan", "outcome"],
+      help: "Rate-limit decisions by class, plan (a configured plan or none), outcome (allowed, limited, shadow_limited, degraded) and the refusing window (month, 60s; none when admitted).",
+      labelNames: ["class", "plan", "outcome", "window"],
       registers,
     }),
     planClaimUnknown: new Counter({

@@ -1,6 +1,7 @@
 /**
  * `log.format: pretty` (development): one line per log line. An access line reads as
- * `GET /v1/user 200 3.1ms alice read remaining=99`, its other fields only at `debug`; every other
+ * `GET /v1/user 200 3.1ms alice read remaining=99` (a refusal adds its window: `window=month`), its
+ * other fields only at `debug`; every other
  * line is its message followed by its fields as compact JSON. pino-pretty's `messageFormat`, with
  * its multi-line object printing off (`hideObject`).
  */
@@ -17,6 +18,7 @@ const SUMMARY = new Set([
   "identity",
   "class",
   "remaining",
+  "window",
 ]);
 
 /**
@@ -30,7 +32,7 @@ export function prettyMessage(
     const msg = String(log[messageKey] ?? "");
     if (msg === "request") {
       const ms = typeof log.durationMs === "number" ? `${log.durationMs.toFixed(1)}ms` : "-";
-      const head = `${str(log.method)} ${str(log.path)} ${str(log.status)} ${ms} ${str(log.identity)} ${str(log.class)} remaining=${str(log.remaining)}`;
+      const head = `${str(log.method)} ${str(log.path)} ${str(log.status)} ${ms} ${str(log.identity)} ${str(log.class)} remaining=${str(log.remaining)}${log.window === undefined ? "" : ` window=${str(log.window)}`}`;
       return details ? `${head} ${rest(log, SUMMARY)}` : head;
     }
     const fields = rest(log, STANDARD);

@@ -45,6 +45,12 @@ export interface ResolvedPolicy extends LimitPolicy {
    * decision's `windowIndex` picks one.
    */
   ietfItems: readonly string[];
+  /**
+   * The window's name per flat window, as the access line's `window` and the decisions metric's
+   * `window` label give a refusing window: the calendar period (`"month"`) or the sliding length
+   * (`"60s"`), so a spent quota tells itself from a burst (bounded: names from configuration).
+   */
+  windowNames: readonly string[];
   /** Shared budgets (SPEC §22), in configuration order; empty without. */
   budgets: readonly BudgetLevel[];
   /** Units a call spends (SPEC §22). */
@@ -181,6 +187,7 @@ export function resolvePolicy(
     ...budgets.flatMap((b) => itemsOf(`${className}-${b.claim}`, b.windows)),
   ];
   const flat = [...windows, ...budgets.flatMap((b) => b.windows)];
+  const windowNames = flat.map((w) => w.period ?? `${w.windowS}s`);
   const month = flat.find((w) => w.period === "month");
   const ietfPolicy = ietf ? ietfPolicyText(flat, ietfItems, Date.now()) : null;
   const ietfPolicyAt =
@@ -195,6 +202,7 @@ export function resolvePolicy(
     ietfPolicy,
     ietfPolicyAt,
     ietfItems: Object.freeze(ietfItems),
+    windowNames: Object.freeze(windowNames),
     budgets,
     cost: extras.cost ?? 1,
     charge: extras.charge ?? null,

@@ -119,7 +119,12 @@ describe("requests the parser or RFC 9112 refuses", () => {
       ).toBeGreaterThan(0);
     }
     expect(
-      m.value("gateway_ratelimit_decisions_total", { class: "anonymous", plan: "none", outcome: "allowed" }),
+      m.value("gateway_ratelimit_decisions_total", {
+        class: "anonymous",
+        plan: "none",
+        outcome: "allowed",
+        window: "none",
+      }),
     ).toBe(5);
   });
 });

@@ -150,7 +150,7 @@ describe("rate-limit headers on every response", () => {
     expect(over.headers["x-ratelimit-remaining"]).toBe("0");
     const metrics = await request(`${gw.adminUrl}/metrics`);
     expect(metrics.body).toContain(
-      'gateway_ratelimit_decisions_total{class="read",plan="none",outcome="shadow_limited"} 1',
+      'gateway_ratelimit_decisions_total{class="read",plan="none",outcome="shadow_limited",window="60s"} 1',
     );
   });
 

@@ -181,7 +181,7 @@ describe("in-process gateways", () => {
       expect(during.headers["x-ratelimit-remaining"]).toMatch(/^\d+$/);
       const metrics = (await request(`${gw.adminUrl}/metrics`)).body;
       expect(metrics).toMatch(
-        /gateway_ratelimit_decisions_total\{class="read",plan="none",outcome="degraded"\} [1-9]/,
+        /gateway_ratelimit_decisions_total\{class="read",plan="none",outcome="degraded",window="[^"]+"\} [1-9]/,
       );
       expect((await request(`${gw.adminUrl}/readyz`)).status).toBe(200);
     } finally {

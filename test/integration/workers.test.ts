@@ -99,7 +99,12 @@ describe("workers: 2", () => {
     expect(m.value("gateway_requests_total", labels)).toBe(50);
     expect(m.value("gateway_request_duration_seconds_count", { route: "/v1", class: "read" })).toBe(50);
     expect(
-      m.value("gateway_ratelimit_decisions_total", { class: "read", plan: "none", outcome: "allowed" }),
+      m.value("gateway_ratelimit_decisions_total", {
+        class: "read",
+        plan: "none",
+        outcome: "allowed",
+        window: "none",
+      }),
     ).toBe(50);
     const workers = m.select("gateway_inflight_requests").map((s) => s.labels.worker);
     expect(workers.sort()).toEqual(workerPids().map(String).sort());

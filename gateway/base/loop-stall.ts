@@ -10,7 +10,7 @@
  * counted as it is, not as the whole time). The timer runs only while someone reads: it stops
  * after {@link LOOP_IDLE_MS} without a reading, so an idle gateway does not wake up for it.
  */
-import type { Milliseconds } from "./clock.js";
+import type { Clock, Milliseconds } from "./clock.js";
 
 /** The timer's period (ms). */
 export const LOOP_TICK_MS: Milliseconds = 2;
@@ -27,15 +27,15 @@ export class LoopStall {
   private timer: NodeJS.Timeout | null = null;
   private closed = false;
 
-  /** @param nowMs - monotonic milliseconds */
-  constructor(private readonly nowMs: () => Milliseconds) {}
+  /** @param clock - its monotonic time */
+  constructor(private readonly clock: Pick<Clock, "monotonicMs">) {}
 
   /**
    * @returns the stall so far (ms, from an arbitrary origin: only differences mean anything),
    *   including the one under way now
    */
   totalMs(): Milliseconds {
-    const now = this.nowMs();
+    const now = this.clock.monotonicMs();
     this.lastReadMs = now;
     if (this.timer === null) {
       if (!this.closed) this.arm(now);
@@ -63,7 +63,7 @@ export class LoopStall {
   }
 
   private readonly tick = (): void => {
-    const now = this.nowMs();
+    const now = this.clock.monotonicMs();
     this.total += stallOf(now - this.lastTickMs);
     if (this.closed || now - this.lastReadMs > LOOP_IDLE_MS) this.timer = null;
     else this.arm(now);

@@ -5,6 +5,7 @@
  * `GET /upstreams` combines the workers' views: `in_flight` summed, `ejected` while any worker
  * ejects the endpoint, `healthy` as the primary's probes found it.
  */
+import { systemClock } from "../base/clock.js";
 import type { Logger } from "pino";
 import type { Registry } from "prom-client";
 import type { LoadedConfig } from "../config/load.js";
@@ -47,6 +48,7 @@ export class GroupUpstreams {
         checks: this.checks,
         logger: this.logger,
         baseDir: loaded.baseDir,
+        clock: systemClock,
         onChange: (r) => this.broadcast([r]),
       },
       known,

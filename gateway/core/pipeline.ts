@@ -25,6 +25,7 @@ import type { GatewayMetrics } from "../observability/metrics.js";
 import { errorOutcome, PREFLIGHT, type Outcome } from "./outcome.js";
 import { clientIp } from "../proxy/forwarded-headers.js";
 import { hashKeyOf } from "../proxy/hash-key.js";
+import { admit } from "../proxy/upstream-call.js";
 import { prepareUpstreamRequest } from "./upstream-request.js";
 import { budgetKeysOf } from "../ratelimit/budgets.js";
 import { identityOf, ipKey } from "../ratelimit/identity.js";
@@ -57,7 +58,7 @@ export class Pipeline {
   constructor({ clock, metrics, logger }: PipelineDeps) {
     this.logger = logger;
     this.hot = new HotMetrics(metrics);
-    this.loop = new LoopStall(() => clock.monotonicMs());
+    this.loop = new LoopStall(clock);
     this.proxy = new ProxyStep(clock, this.hot, this.loop);
     this.decisions = new Decisions(this.hot, logger);
   }
@@ -126,15 +127,16 @@ export class Pipeline {
     const upstream = rt.upstreams.get(route.upstream)!;
     // SPEC §17 circuit breaking and §18 load shedding, before the limiter: a refused call costs no
     // budget.
-    const admission = answerOnly ? null : upstream.admission;
-    if (admission !== null) {
-      const admitted = admission.admit(admission.priorityOf(policy.plan));
-      if (admitted === "shed") {
+    if (!answerOnly) {
+      const call = admit(upstream, policy.plan, rt.shedding);
+      if (call === null) {
         await this.decisions.peek(scope, policy, identity.key);
         return errorOutcome("upstream_overloaded");
       }
-      if (admitted === "shadow") scope.shed = "shadow";
-      scope.admitted = admission;
+      scope.shed = call.shed;
+      scope.call = call;
+      // The client left while the call was authenticated: its scope's one end has passed.
+      if (scope.finished) call.end();
     }
     const decision = await this.decisions.consume(scope, policy, identity.key);
     if (decision === null) return errorOutcome("ratelimit_unavailable");

@@ -1,14 +1,12 @@
 /**
- * The core's proxy step (SPEC §1 step 8-9, §16): it runs the exchange the core decided on and maps
- * its result to what the transport still has to write — nothing (the answer was relayed), the
- * catalogue's 502/504 (SPEC §2), or a cut stream when the upstream failed mid-body. This is the one
- * place that chooses between 502 and 504; the exchange (`proxy/exchange.ts`) owns the metric of
- * the failure and the CLIENT span, and applies the core's fields to the head through
- * {@link ProxyStep.upstreamHead}.
+ * The core's proxy step (SPEC §1 step 8-9, §16): it runs the call its upstream admitted
+ * (`proxy/upstream-call.ts`) and maps its result to what the transport still has to write —
+ * nothing (the answer was relayed), the catalogue's 502/504 (SPEC §2), or a cut stream when the
+ * upstream failed mid-body. This is the one place that chooses between 502 and 504; the exchange
+ * owns the metric of the failure and the CLIENT span, and calls {@link ProxyStep} synchronously
+ * (its {@link ExchangeHooks}) to time and decorate the head. It writes no byte: the transport
+ * writes the head, the body and a failed handshake's answer.
  */
-import type { IncomingMessage } from "node:http";
-import type { Socket } from "node:net";
-import type { Readable } from "node:stream";
 import type { Clock } from "../base/clock.js";
 import type { LoopStall } from "../base/loop-stall.js";
 import { ERROR_CATALOG, type ErrorCode } from "../base/error-catalog.js";
@@ -17,21 +15,11 @@ import type { HotMetrics } from "../observability/hot-metrics.js";
 import type { UpstreamErrorReason } from "../base/results.js";
 import type { ProxyOutcome } from "./outcome.js";
 import type { Endpoint } from "../proxy/endpoint.js";
-import {
-  exchange,
-  type ExchangeHooks,
-  type ExchangeResult,
-  type HeadWriter,
-  type PlainRequest,
-} from "../proxy/exchange.js";
-import { limitBody } from "../proxy/body-limit.js";
-import { exchangeUpgrade } from "../proxy/exchange-upgrade.js";
-import { readWhole } from "../proxy/read-whole.js";
-import { IDEMPOTENT_METHODS, REPLAY_MAX_BYTES, type RetryPolicy } from "../config/retry-policy.js";
+import type { ExchangeHooks, ExchangeResult, HandshakeWriter, HeadWriter } from "../proxy/exchange-types.js";
+import type { UpgradeRequest } from "../proxy/exchange-upgrade.js";
 import { stripHopByHop } from "../proxy/forwarded-headers.js";
 import type { ProxyRequest, ResponseTarget } from "../proxy/client-io.js";
 import { addGatewayFields, errorResponse, type GatewayResponse } from "./responses.js";
-import { serializeResponse } from "./raw-response.js";
 import type { RequestScope } from "./scope.js";
 import { chargedUnits } from "../ratelimit/charge.js";
 import { rateLimitHeaders } from "../ratelimit/headers.js";
@@ -42,7 +30,10 @@ export const CUT = "cut" as const;
 /** What is left to write after an exchange: nothing, a gateway response, or {@link CUT}. */
 export type ProxyAnswer = GatewayResponse | typeof CUT | null;
 
-const NOTHING: Promise<ExchangeResult | null> = Promise.resolve(null);
+/** How a proxied call's exchange ended, as the core reads it. */
+export type ProxyResult = ExchangeResult<RequestScope>;
+
+const NOTHING: Promise<ProxyResult | null> = Promise.resolve(null);
 
 /** The catalogue code of an upstream failure: 504 for a timeout, else 502 (SPEC §2). */
 export function upstreamErrorCode(reason: UpstreamErrorReason): ErrorCode {
@@ -71,109 +62,51 @@ export class ProxyStep implements ExchangeHooks<RequestScope> {
     hasBody: boolean,
     res: R,
     writer: HeadWriter<R>,
-  ): Promise<ExchangeResult | null> {
+  ): Promise<ProxyResult | null> {
     // The client went away while the core authenticated and counted the call (a reset stream, a
     // closed connection): nothing is sent upstream for it.
     if (scope.finished) return NOTHING;
     const route = scope.route!;
-    const headers = outcome.headers;
-    const length = headers["content-length"];
-    const limit = route.maxBodyBytes;
-    let upload: Readable | null = hasBody ? body : null;
-    // A body without a length that grows past the limit is cut (one with a length was refused).
-    if (hasBody && limit > 0 && length === undefined) upload = limitBody(body, limit);
-    let retry = route.retry;
-    // SPEC §17: idempotent methods or an Idempotency-Key, else connection failures only (no byte
-    // reached the upstream); and a body kept whole for replay.
-    if (retry !== null && !IDEMPOTENT_METHODS.has(scope.method) && headers["idempotency-key"] === undefined) {
-      retry = route.connectRetry;
-    }
-    if (retry !== null && hasBody) {
-      const n = typeof length === "string" ? Number(length) : NaN;
-      if (n <= REPLAY_MAX_BYTES) return this.replayable(scope, outcome, body, n, retry, res, writer);
-      retry = null;
-    }
-    return this.send(scope, outcome, body, upload, null, retry, res, writer);
-  }
-
-  /** Reads a body kept for replay, then sends (nothing when the client left while sending it). */
-  private async replayable<R extends ResponseTarget>(
-    scope: RequestScope,
-    outcome: ProxyOutcome,
-    body: ProxyRequest,
-    length: number,
-    retry: RetryPolicy,
-    res: R,
-    writer: HeadWriter<R>,
-  ): Promise<ExchangeResult | null> {
-    const replay = await readWhole(body, length);
-    if (replay === null) return null;
-    return this.send(scope, outcome, body, null, replay, retry, res, writer);
-  }
-
-  private send<R extends ResponseTarget>(
-    scope: RequestScope,
-    outcome: ProxyOutcome,
-    body: ProxyRequest,
-    upload: Readable | null,
-    replay: Buffer | null,
-    retry: RetryPolicy | null,
-    res: R,
-    writer: HeadWriter<R>,
-  ): Promise<ExchangeResult> {
-    scope.upstreamStartMs = this.clock.monotonicMs();
-    if (scope.admitted !== null) scope.upstreamStartStallMs = this.loop.totalMs();
-    const request: PlainRequest = {
-      method: scope.method,
-      path: outcome.path,
-      headers: outcome.headers,
+    return scope.call!.plain(
+      scope.method,
+      outcome,
       body,
-      upload,
-      replay,
-      retry,
-      timeoutMs: scope.route!.timeoutMs,
-      hashKey: outcome.hashKey,
-    };
-    return exchange(outcome.upstream, request, res, scope, this, writer, scope.trace);
+      hasBody,
+      route,
+      res,
+      scope,
+      this,
+      writer,
+      scope.trace,
+    );
   }
 
   /**
-   * Proxies a WebSocket handshake (`req.url` is set to the path to send here); resolves once the
-   * upstream answered or failed (then the 502/504 was written on the client socket).
+   * Proxies a WebSocket handshake; resolves once the upstream answered or failed (a failure before
+   * any answer was then written by `writer`, which finishes the scope).
    */
   async upgrade(
     scope: RequestScope,
     outcome: ProxyOutcome,
-    req: IncomingMessage,
-    socket: Socket,
-    head: Buffer,
+    request: UpgradeRequest,
+    writer: HandshakeWriter<RequestScope>,
   ): Promise<void> {
     if (scope.finished) return;
-    req.url = outcome.path;
-    scope.upstreamStartMs = this.clock.monotonicMs();
-    if (scope.admitted !== null) scope.upstreamStartStallMs = this.loop.totalMs();
-    const result = await exchangeUpgrade(
-      outcome.upstream,
-      { req, socket, head, hashKey: outcome.hashKey },
-      scope,
-      this,
-      scope.trace,
-    );
+    const result = await scope.call!.upgrade(request, outcome.path, scope, this, writer, scope.trace);
     if (result.status !== 0) scope.finish(result.status);
   }
 
-  /** {@link ExchangeHooks}: the 502/504 on the raw socket, now. */
-  handshakeFailed(scope: RequestScope, socket: Socket, result: ExchangeResult): void {
-    const answer = this.answer(result);
-    if (answer === null || answer === CUT) return;
-    socket.end(serializeResponse(answer));
-    scope.finish(answer.status);
-  }
-
-  /** {@link ExchangeHooks}: the access line names the endpoint of the latest attempt. */
+  /**
+   * {@link ExchangeHooks}: the access line names the endpoint of the latest attempt; the first
+   * one starts the upstream time (to the head, over every try) and, for a call its upstream's
+   * limit samples, the event-loop stall reading discounted from it.
+   */
   attemptStarted(scope: RequestScope, endpoint: Endpoint): void {
     scope.endpoint = endpoint;
-    scope.attempts++;
+    if (scope.attempts++ === 0) {
+      scope.upstreamStartMs = this.clock.monotonicMs();
+      if (scope.call!.sampled) scope.upstreamStartStallMs = this.loop.totalMs();
+    }
   }
 
   /**
@@ -192,9 +125,8 @@ export class ProxyStep implements ExchangeHooks<RequestScope> {
   ): Promise<void> | null {
     scope.upstreamMs = this.clock.monotonicMs() - scope.upstreamStartMs;
     this.hot.upstream(scope.route!.upstream, scope.upstreamMs / 1000);
-    const admitted = scope.admitted;
-    if (admitted !== null)
-      admitted.sample(scope.upstreamMs, this.loop.totalMs() - scope.upstreamStartStallMs);
+    const call = scope.call!;
+    if (call.sampled) call.sample(scope.upstreamMs, this.loop.totalMs() - scope.upstreamStartStallMs);
     stripHopByHop(headers, upgraded);
     const charge = scope.policy?.charge;
     if (charge !== null && charge !== undefined) {
@@ -234,9 +166,9 @@ export class ProxyStep implements ExchangeHooks<RequestScope> {
    * 502/504/413, or {@link CUT}.
    * @param result - how the exchange ended, or null when nothing was sent
    */
-  answer(result: ExchangeResult | null): ProxyAnswer {
+  answer(result: ProxyResult | null): ProxyAnswer {
     if (result === null) return null;
-    const scope = result.context as RequestScope;
+    const scope = result.context;
     if (result.failure === null && !result.bodyTooLarge) return null;
     const code = result.failure === null ? "payload_too_large" : upstreamErrorCode(result.failure);
     if (!result.responseStarted) return errorResponse(scope, code, this.clock.nowMs());

@@ -23,9 +23,10 @@ import { Tracing } from "../observability/tracing/tracing.js";
 import { endpointsOf, type UpstreamConfig } from "../config/upstream-schema.js";
 import { connectionKey, type Endpoint } from "../proxy/endpoint.js";
 import { Upstream } from "../proxy/upstream.js";
+import { SheddingPolicy } from "../proxy/shedding-policy.js";
 import type { UpstreamRequestSettings } from "./upstream-request.js";
 import { Generation } from "./generation.js";
-import { upstreamTls, type UpstreamTls } from "../proxy/upstream-tls.js";
+import { endpointAddress, type EndpointAddress } from "../proxy/endpoint-address.js";
 import { createLimiter, type LimiterHandle } from "../ratelimit/create.js";
 import { compilePolicies, type PolicySet } from "../ratelimit/policy.js";
 import { Classifier } from "../routing/classify.js";
@@ -77,6 +78,8 @@ export interface Runtime {
   readonly policies: PolicySet;
   /** The upstreams (their endpoints, balancers and health), by name. */
   readonly upstreams: ReadonlyMap<string, Upstream>;
+  /** `load_shedding` (SPEC §18), read at each admission: a reload's applies once it commits. */
+  readonly shedding: SheddingPolicy;
   /** What shapes the upstream request, from the configuration. */
   readonly upstreamSettings: UpstreamRequestSettings;
   readonly auth: AuthenticatorChain;
@@ -161,11 +164,11 @@ export function buildRuntime(config: GatewayConfig, deps: RuntimeDeps, previous?
     previous.config.rate_limits.expected_replicas === config.rate_limits.expected_replicas;
   // Files first (they may throw), then what holds sockets, so a bad file leaks nothing. TLS files
   // are re-read on every reload: a rotated CA or client certificate makes new connections.
-  const tls = new Map<string, (UpstreamTls | null)[]>();
+  const addresses = new Map<string, EndpointAddress[]>();
   for (const [name, u] of Object.entries(config.upstreams)) {
-    tls.set(
+    addresses.set(
       name,
-      endpointsOf(u).map((e) => upstreamTls(name, u, e.url, deps.baseDir)),
+      endpointsOf(u).map((e) => endpointAddress(name, u, e.url, deps.baseDir)),
     );
   }
   const adminTokenDigest = readAdminTokenDigest(config, deps.baseDir);
@@ -177,12 +180,13 @@ export function buildRuntime(config: GatewayConfig, deps: RuntimeDeps, previous?
   const traceSettings = tracingSettings(config.tracing, process.env);
   const kept = previous?.tracing ?? null;
   const upstreams = new Map<string, Upstream>();
-  const upstreamDeps = { metrics: deps.metrics, logger: deps.logger, nowMs: () => deps.clock.monotonicMs() };
+  const upstreamDeps = { metrics: deps.metrics, logger: deps.logger, clock: deps.clock };
   for (const [name, u] of Object.entries(config.upstreams)) {
     const before = previous?.upstreams.get(name);
     const keep =
-      before !== undefined && keepsUpstream(previous!.config.upstreams[name]!, u, before, tls.get(name)!);
-    upstreams.set(name, keep ? before : new Upstream(name, u, tls.get(name)!, upstreamDeps, before));
+      before !== undefined &&
+      keepsUpstream(previous!.config.upstreams[name]!, u, before, addresses.get(name)!);
+    upstreams.set(name, keep ? before : new Upstream(name, u, addresses.get(name)!, upstreamDeps, before));
   }
   const limiter = keepLimiter ? previous.limiter : createLimiter(config, deps);
   // A memory store's overrides live only in this process (SPEC §21): a new store keeps them.
@@ -208,6 +212,7 @@ export function buildRuntime(config: GatewayConfig, deps: RuntimeDeps, previous?
     classifier: new Classifier(config),
     policies: compilePolicies(config),
     upstreams,
+    shedding: new SheddingPolicy(config.load_shedding),
     upstreamSettings: {
       forwardAuthorization: config.auth.forward_authorization,
       trustProxy: config.trust_proxy,
@@ -256,23 +261,24 @@ function keepsUpstream(
   before: UpstreamConfig,
   next: UpstreamConfig,
   upstream: Upstream,
-  tls: readonly (UpstreamTls | null)[],
+  addresses: readonly EndpointAddress[],
 ): boolean {
   const shape = (u: UpstreamConfig) => [endpointsOf(u), u.balancer, u.hash_on, u.outlier_detection];
   if (!same(shape(before), shape(next))) return false;
-  return upstream.endpoints.every((e, i) => e.connectionKey === connectionKey(e.url, next, tls[i] ?? null));
+  return upstream.endpoints.every((e, i) => e.connectionKey === connectionKey(addresses[i]!, next));
 }
 
 /**
  * Makes a built configuration the one in force: applies the settings its upstreams read per call
- * (timeouts, limits, retry budget, `load_shedding`), and turns usage operations (SPEC §21) on or
- * off with `admin.token_file`. Called once per configuration, when it commits, never while it is
- * only prepared (a cluster reload that aborts changes nothing live).
+ * (timeouts, limits, retry budget; `load_shedding` is the runtime's own, read at admission), and
+ * turns usage operations (SPEC §21) on or off with `admin.token_file`. Called once per
+ * configuration, when it commits, never while it is only prepared (a cluster reload that aborts
+ * changes nothing live).
  */
 export function activateRuntime(
   rt: Pick<Runtime, "config" | "upstreams" | "limiter" | "adminTokenDigest">,
 ): void {
-  for (const [name, u] of rt.upstreams) u.apply(rt.config.upstreams[name]!, rt.config.load_shedding);
+  for (const [name, u] of rt.upstreams) u.apply(rt.config.upstreams[name]!);
   rt.limiter.usage.enable(rt.adminTokenDigest !== null);
 }
 

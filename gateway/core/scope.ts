@@ -11,6 +11,7 @@ import type { RateLimitHeaders } from "../ratelimit/headers.js";
 import type { BudgetKeys, Decision } from "../ratelimit/limiter.js";
 import type { ResolvedPolicy } from "../ratelimit/policy.js";
 import type { Route } from "../routing/routes.js";
+import type { UpstreamCall } from "../proxy/upstream-call.js";
 import type { Runtime } from "./runtime.js";
 
 /** The scope's slot on a transport's request and response objects (hoisted handlers, no closures). */
@@ -76,10 +77,10 @@ export class RequestScope implements FinishedRequest {
    */
   endpoint: { readonly name: string; readonly json: string } | null = null;
   /**
-   * The admission (SPEC §17, §18) that let this call in, released when it finishes and fed its
-   * upstream latency (ms); or null.
+   * The upstream call its upstream admitted (SPEC §17, §18), ended when the request finishes and
+   * fed its upstream latency; or null (never admitted: refused earlier, or a decision).
    */
-  admitted: { release(): void; sample(latencyMs: number, stallMs: number): void } | null = null;
+  call: UpstreamCall | null = null;
   /** SPEC §18: `"shadow"` for a call shadow mode would have shed (the access line's `shed`), else null. */
   shed: "shadow" | null = null;
   /** Upstream tries made (SPEC §17: 1 without retries), or 0 when never proxied. */
@@ -111,7 +112,7 @@ export class RequestScope implements FinishedRequest {
   }
 
   /**
-   * The one end of a request: records its status and duration, releases its admission, leaves its
+   * The one end of a request: records its status and duration, ends its upstream call, leaves its
    * configuration's generation (the last call of a replaced configuration releases it) and tells
    * every observer once; later calls do nothing.
    * @param status - the status sent (499 when the client went away first)
@@ -121,7 +122,7 @@ export class RequestScope implements FinishedRequest {
     this.finished = true;
     this.status = status;
     this.durationMs = this.runtime.clock.monotonicMs() - this.startMs;
-    if (this.admitted !== null) this.admitted.release();
+    if (this.call !== null) this.call.end();
     for (const o of this.observers) o.onFinish(this);
     this.runtime.generation.leave();
   }

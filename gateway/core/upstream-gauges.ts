@@ -5,10 +5,11 @@
 import type { EndpointAvailability, UpstreamLoad } from "../observability/upstream-metrics.js";
 import type { Runtime } from "./runtime.js";
 
-/** Every upstream's concurrency limit and tries in flight, as the SPEC §18 gauges read them. */
+/** Every upstream's concurrency limit and admitted calls, as the SPEC §18 gauges read them. */
 export function* upstreamLoads(rt: Runtime): Iterable<UpstreamLoad> {
   for (const [upstream, u] of rt.upstreams) {
-    yield { upstream, limit: u.admission === null ? null : u.admission.limit, inFlight: u.inFlight() };
+    const limit = u.admission === null ? null : u.admission.limit;
+    yield { upstream, limit, inFlight: u.ledger.callsAdmitted };
   }
 }
 

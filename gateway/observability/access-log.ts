@@ -11,6 +11,7 @@
  * it comes from a header other than `X-Request-Id` (validated) and, behind `trust_proxy`, the client
  * IP (a client's `traceparent` only as the trace id, which the propagator validated as 32 hex digits).
  */
+import type { Clock } from "../base/clock.js";
 import pino, { type DestinationStream, type Logger } from "pino";
 import type { FinishObserver, FinishedRequest } from "./finished-request.js";
 
@@ -77,7 +78,11 @@ export class AccessLog implements FinishObserver {
    *   they interleave with its other lines in order, and carry its base fields as pino writes them
    *   (`"service"`, and a cluster worker's `"pid"`)
    */
-  constructor(private readonly logger: Logger) {
+  /** @param clock - the wall clock of each line's `time` */
+  constructor(
+    private readonly logger: Logger,
+    private readonly clock: Clock,
+  ) {
     const own = logger as unknown as Record<symbol, unknown>;
     this.stream = own[pino.symbols.streamSym] as DestinationStream;
     this.head = `${own[pino.symbols.chindingsSym] as string},"reqId":`;
@@ -130,7 +135,7 @@ export class AccessLog implements FinishObserver {
 
   /** ISO time of now, formatted once per millisecond. */
   private time(): string {
-    const now = Date.now();
+    const now = this.clock.nowMs();
     if (now !== this.lastMs) {
       this.lastMs = now;
       this.lastTime = new Date(now).toISOString();

@@ -21,7 +21,7 @@ export interface UpstreamLoad {
   readonly upstream: string;
   /** The effective concurrency limit, or null without one (no series). */
   readonly limit: number | null;
-  /** Tries in flight, summed over the endpoints. */
+  /** Calls admitted and not ended: the count the limit applies to (SPEC §18). */
   readonly inFlight: number;
 }
 
@@ -163,7 +163,7 @@ export function createUpstreamPoolMetrics(
     }),
     inFlight: new Gauge({
       name: "gateway_upstream_in_flight",
-      help: "Calls in flight to the upstream from this process (tries, summed over its endpoints).",
+      help: "Calls admitted to the upstream and not yet ended in this process (the count its concurrency limit applies to).",
       labelNames: ["upstream"],
       registers,
       collect() {

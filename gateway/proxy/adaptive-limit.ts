@@ -37,7 +37,7 @@
  *   towards shedding less, so a busy gateway never reads as a queueing upstream. A steady window
  *   mostly made of stall ({@link STALLED_WINDOW_SHARE}) moves the limit neither way.
  */
-import type { Milliseconds } from "../base/clock.js";
+import type { Clock, Milliseconds } from "../base/clock.js";
 
 /**
  * `Gradient2Limit`'s `rttTolerance` default: latency up to 1.5× the no-load latency is not
@@ -86,10 +86,8 @@ export interface AdaptiveLimitOptions {
   minLimit: number;
   /** `adaptive_concurrency.max_limit` (calls). */
   maxLimit: number;
-  /** Monotonic milliseconds. */
-  nowMs: () => Milliseconds;
-  /** A uniform draw in [0, 1) (the interval's jitter). @default Math.random */
-  random?: () => number;
+  /** Its monotonic time, and the re-measurement interval's jitter. */
+  clock: Pick<Clock, "monotonicMs" | "random">;
 }
 
 /** One upstream's adaptive limit: fed a latency per call, read as {@link limit}. */
@@ -103,8 +101,7 @@ export class AdaptiveLimit {
   private steadySinceMs: Milliseconds = -Infinity;
   private readonly minLimit: number;
   private readonly maxLimit: number;
-  private readonly nowMs: () => Milliseconds;
-  private readonly random: () => number;
+  private readonly clock: Pick<Clock, "monotonicMs" | "random">;
   /** The re-measurement's end (ms), or -Infinity when none is under way. */
   private measureEndsMs: Milliseconds;
   private measured = 0;
@@ -120,14 +117,13 @@ export class AdaptiveLimit {
   private windowCount = 0;
   private windowMaxInFlight = 0;
 
-  constructor({ minLimit, maxLimit, nowMs, random = Math.random }: AdaptiveLimitOptions) {
+  constructor({ minLimit, maxLimit, clock }: AdaptiveLimitOptions) {
     this.minLimit = minLimit;
     this.maxLimit = maxLimit;
-    this.nowMs = nowMs;
-    this.random = random;
+    this.clock = clock;
     this.estimate = maxLimit;
     this.current = maxLimit;
-    const now = nowMs();
+    const now = clock.monotonicMs();
     this.windowStartMs = now;
     this.measureStartMs = now;
     this.measureEndsMs = now + MEASURE_MS;
@@ -136,14 +132,14 @@ export class AdaptiveLimit {
 
   /** The current limit (calls in flight), an integer within the bounds. */
   get limit(): number {
-    const now = this.nowMs();
+    const now = this.clock.monotonicMs();
     if (now >= this.nextMeasureMs) this.remeasure(now);
     return this.current;
   }
 
   /** A re-measurement of the no-load latency is under way (at most {@link MEASURE_MS}). */
   get measuring(): boolean {
-    const now = this.nowMs();
+    const now = this.clock.monotonicMs();
     if (now >= this.nextMeasureMs) this.remeasure(now);
     if (this.measureEndsMs !== -Infinity && now >= this.measureEndsMs) this.endMeasure(now);
     return this.measureEndsMs !== -Infinity;
@@ -161,7 +157,7 @@ export class AdaptiveLimit {
    * @param stallMs - how long the gateway's event loop stood still during the call (ms)
    */
   sample(latencyMs: Milliseconds, inFlight: number, stallMs: Milliseconds = 0): void {
-    const now = this.nowMs();
+    const now = this.clock.monotonicMs();
     if (now >= this.nextMeasureMs) this.remeasure(now);
     if (this.measureEndsMs !== -Infinity) {
       // Envoy (#11579): a call sent before the mark may have queued behind the old limit.
@@ -226,7 +222,7 @@ export class AdaptiveLimit {
 
   /** The time to the next mark (ms): at most {@link PROBE_INTERVAL_MS} (SPEC §18). */
   private interval(): Milliseconds {
-    return PROBE_INTERVAL_MS * (1 - JITTER * this.random());
+    return PROBE_INTERVAL_MS * (1 - JITTER * this.clock.random());
   }
 
   /** The mark: forget the no-load latency, measure it afresh, and start over from `max_limit`. */

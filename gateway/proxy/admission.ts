@@ -7,46 +7,49 @@
  * process; the limit's algorithm is {@link AdaptiveLimit}.
  */
 import type { Counter } from "prom-client";
-import type { AdaptiveConcurrencyConfig, LoadSheddingConfig, Priority } from "../config/shedding-schema.js";
+import type { Clock } from "../base/clock.js";
+import type { AdaptiveConcurrencyConfig, Priority } from "../config/shedding-schema.js";
+import type { UpstreamConfig } from "../config/upstream-schema.js";
 import { AdaptiveLimit } from "./adaptive-limit.js";
+import type { InFlightLedger } from "./in-flight-ledger.js";
 
 /** What {@link Admission.admit} decided: let in, refused (503), or let in but counted as shed (shadow mode). */
 export type Admitted = "admitted" | "shed" | "shadow";
 
-const WHOLE: Readonly<Record<Priority, number>> = { critical: 1, default: 1, sheddable: 1 };
-const NO_PRIORITIES: ReadonlyMap<string, Priority> = new Map();
-
-/** One upstream's admission: exists only when the upstream has a limit. */
+/**
+ * One upstream's admission: exists only when the upstream has a limit. It decides; the upstream's
+ * {@link InFlightLedger} counts the calls it lets in (`callsAdmitted`, SPEC §17 "calls in flight").
+ */
 export class Admission {
-  /** Calls admitted and not finished (SPEC §17 "calls in flight"). */
-  calls = 0;
   /** The adaptive limit, or null without `adaptive_concurrency`. */
   adaptive: AdaptiveLimit | null;
   private maxInFlight: number;
   private shadow: boolean;
   /** The `adaptive_concurrency` block {@link adaptive} was made from, as JSON ("" for none). */
   private adaptiveSettings: string;
-  private shares: Readonly<Record<Priority, number>> = WHOLE;
-  private priorities: ReadonlyMap<string, Priority> = NO_PRIORITIES;
   private readonly overloaded: Readonly<Record<Priority, { inc(): void }>>;
-  private readonly nowMs: () => number;
+  private readonly clock: Clock;
+  private readonly ledger: InFlightLedger;
 
   /**
+   * @param ledger - the upstream's counts in flight (its admitted calls are read, never moved here)
    * @param maxInFlight - `max_in_flight`, or 0 for none
    * @param adaptive - `adaptive_concurrency`, or undefined for none
-   * @param nowMs - monotonic milliseconds (the adaptive limit's clock)
+   * @param clock - the adaptive limit's monotonic time and jitter
    * @param overloaded - `gateway_upstream_overloaded_total`
    */
   constructor(
     upstream: string,
+    ledger: InFlightLedger,
     maxInFlight: number,
     adaptive: AdaptiveConcurrencyConfig | undefined,
-    nowMs: () => number,
+    clock: Clock,
     overloaded: Counter<"upstream" | "priority">,
   ) {
     this.maxInFlight = maxInFlight;
-    this.nowMs = nowMs;
-    this.adaptive = adaptiveLimitOf(adaptive, nowMs);
+    this.ledger = ledger;
+    this.clock = clock;
+    this.adaptive = adaptiveLimitOf(adaptive, clock);
     this.adaptiveSettings = JSON.stringify(adaptive ?? "");
     this.shadow = adaptive?.mode === "shadow";
     const child = (priority: Priority) => overloaded.labels({ upstream, priority });
@@ -65,21 +68,10 @@ export class Admission {
     this.maxInFlight = maxInFlight;
     const settings = JSON.stringify(adaptive ?? "");
     if (settings !== this.adaptiveSettings) {
-      this.adaptive = adaptiveLimitOf(adaptive, this.nowMs);
+      this.adaptive = adaptiveLimitOf(adaptive, this.clock);
       this.adaptiveSettings = settings;
     }
     this.shadow = adaptive?.mode === "shadow";
-  }
-
-  /** Applies a configuration's `load_shedding` block (or its absence: every share 1). */
-  configure(shedding: LoadSheddingConfig | undefined): void {
-    this.shares = shedding?.shares ?? WHOLE;
-    this.priorities = new Map(Object.entries(shedding?.priorities ?? {}));
-  }
-
-  /** A caller's priority: its plan's, `default` without a plan or for an unlisted one. */
-  priorityOf(plan: string | null): Priority {
-    return (plan === null ? undefined : this.priorities.get(plan)) ?? "default";
   }
 
   /** The concurrency limit: `max_in_flight`, the adaptive limit, or the smaller of both (calls). */
@@ -90,28 +82,22 @@ export class Admission {
   }
 
   /**
-   * Admits one call of `priority`, or refuses it (counted in `overloaded_total`). In shadow mode
-   * only `max_in_flight` refuses; a call the adaptive limit would have shed is admitted, counted,
-   * and reported as `"shadow"`. An admitted call is in flight until {@link release}.
+   * Decides on one call of `priority` against the calls admitted now: let in, or refused (counted
+   * in `overloaded_total`). In shadow mode only `max_in_flight` refuses; a call the adaptive limit
+   * would have shed is let in, counted, and reported as `"shadow"`. The caller counts a call let
+   * in in the ledger (`admit` in upstream-call.ts).
+   * @param share - the share of the limit calls of `priority` may fill (`load_shedding.shares`)
    */
-  admit(priority: Priority): Admitted {
-    const share = this.shares[priority];
-    const calls = this.calls;
+  admit(priority: Priority, share: number): Admitted {
+    const calls = this.ledger.callsAdmitted;
     if (this.shadow) {
       if (this.maxInFlight !== 0 && calls >= share * this.maxInFlight) return this.refuse(priority);
-      this.calls++;
       if (calls < share * this.limit) return "admitted";
       this.overloaded[priority].inc();
       return "shadow";
     }
     if (calls >= share * this.limit) return this.refuse(priority);
-    this.calls++;
     return "admitted";
-  }
-
-  /** The end of a call {@link admit} let in. */
-  release(): void {
-    this.calls--;
   }
 
   /**
@@ -120,7 +106,7 @@ export class Admission {
    * @param stallMs - the gateway's event-loop stall meanwhile (ms), discounted from it
    */
   sample(latencyMs: number, stallMs: number): void {
-    this.adaptive?.sample(latencyMs, this.calls, stallMs);
+    this.adaptive?.sample(latencyMs, this.ledger.callsAdmitted, stallMs);
   }
 
   private refuse(priority: Priority): "shed" {
@@ -131,8 +117,37 @@ export class Admission {
 
 function adaptiveLimitOf(
   adaptive: AdaptiveConcurrencyConfig | undefined,
-  nowMs: () => number,
+  clock: Clock,
 ): AdaptiveLimit | null {
   if (adaptive === undefined) return null;
-  return new AdaptiveLimit({ minLimit: adaptive.min_limit, maxLimit: adaptive.max_limit, nowMs });
+  return new AdaptiveLimit({ minLimit: adaptive.min_limit, maxLimit: adaptive.max_limit, clock });
+}
+
+/** What an upstream's admission is made with. */
+export interface AdmissionDeps {
+  upstream: string;
+  ledger: InFlightLedger;
+  /** The adaptive limit's monotonic time and jitter. */
+  clock: Clock;
+  /** `gateway_upstream_overloaded_total`. */
+  overloaded: Counter<"upstream" | "priority">;
+}
+
+/**
+ * The admission an upstream configured with `cfg` has: null without `max_in_flight` or
+ * `adaptive_concurrency`; else `current` (its calls in flight stay counted; reconfigured when
+ * `reconfigure`, at commit), or a new one.
+ */
+export function admissionFor(
+  cfg: UpstreamConfig,
+  current: Admission | null,
+  deps: AdmissionDeps,
+  reconfigure: boolean,
+): Admission | null {
+  const { max_in_flight: max = 0, adaptive_concurrency: adaptive } = cfg;
+  if (max <= 0 && adaptive === undefined) return null;
+  if (current === null)
+    return new Admission(deps.upstream, deps.ledger, max, adaptive, deps.clock, deps.overloaded);
+  if (reconfigure) current.reconfigure(max, adaptive);
+  return current;
 }

@@ -6,9 +6,16 @@
 import type { Dispatcher } from "undici";
 import type { HeaderMap } from "../base/request-facts.js";
 import type { Endpoint } from "./endpoint.js";
+import { afterPendingIo } from "../base/after-pending-io.js";
+import { RESPONSE_TIMEOUT_CODE } from "./upstream-errors.js";
 
 /** Aborts a try that was given up. */
 export const GIVEN_UP = new Error("try given up");
+
+/** Fails (and aborts) a try whose `per_try_timeout_ms` or whose route's `timeout_ms` passed. */
+export const TRY_TIMED_OUT: NodeJS.ErrnoException = Object.assign(new Error("upstream try timed out"), {
+  code: RESPONSE_TIMEOUT_CODE,
+});
 
 /** The exchange a try reports to while it has not ended. */
 export interface AttemptOwner {
@@ -70,4 +77,19 @@ export class Attempt implements Dispatcher.DispatchHandler {
   onResponseError(_controller: Dispatcher.DispatchController, err: Error): void {
     if (!this.ended) this.exchange.failed(this, err);
   }
+}
+
+/**
+ * A try's own timeout (`per_try_timeout_ms`): it fails as a timeout, which may be retried, unless
+ * its head is among the I/O already arrived (read before deciding).
+ */
+export function onTryTimeout(attempt: Attempt): void {
+  attempt.timer = null;
+  afterPendingIo(tryTimedOut, attempt);
+}
+
+function tryTimedOut(attempt: Attempt): void {
+  if (attempt.ended || attempt.answered) return;
+  attempt.exchange.failed(attempt, TRY_TIMED_OUT);
+  attempt.controller?.abort(TRY_TIMED_OUT);
 }

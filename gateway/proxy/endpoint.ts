@@ -9,11 +9,14 @@ import http from "node:http";
 import https from "node:https";
 import { Pool } from "undici";
 import type { UpstreamConfig } from "../config/upstream-schema.js";
-import { endpointName } from "../config/upstream-schema.js";
-import type { EndpointMetrics } from "../observability/upstream-metrics.js";
-import { urlPort } from "../base/url-port.js";
+import { endpointsOf } from "../config/upstream-schema.js";
+import {
+  endpointMetrics,
+  type EndpointMetrics,
+  type UpstreamPoolMetrics,
+} from "../observability/upstream-metrics.js";
 import type { BalancedEndpoint } from "./balancing/balancer.js";
-import type { UpstreamTls } from "./upstream-tls.js";
+import { undiciConnect, type EndpointAddress } from "./endpoint-address.js";
 import { WebSocketRelay, type UpgradeTimeouts } from "./websocket.js";
 
 /**
@@ -22,7 +25,8 @@ import { WebSocketRelay, type UpgradeTimeouts } from "./websocket.js";
  * keeps an endpoint (its connections, calls in flight, health and ejection) when this is unchanged
  * (SPEC §7); everything else of its upstream applies per call.
  */
-export function connectionKey(url: string, cfg: UpstreamConfig, tls: UpstreamTls | null): string {
+export function connectionKey(address: EndpointAddress, cfg: UpstreamConfig): string {
+  const { url, tls } = address;
   const h = createHash("sha256");
   h.update(JSON.stringify([url, cfg.connect_timeout_ms, cfg.max_sockets, cfg.keep_alive_ms]));
   if (tls !== null) {
@@ -72,36 +76,35 @@ export class Endpoint implements BalancedEndpoint {
    * @param cfg - the upstream's settings: timeout_ms (silence before and during the body, ms; see
    *   {@link timeouts}), connect_timeout_ms (ms), max_sockets (connections to this endpoint),
    *   keep_alive_ms (ms)
-   * @param tls - the endpoint's TLS settings (`https://`), or null
+   * @param at - where the endpoint is and its TLS settings ({@link endpointAddress})
    * @param metrics - this endpoint's children of the per-endpoint families
    */
   constructor(
     index: number,
-    url: string,
+    at: EndpointAddress,
     weight: number,
     cfg: UpstreamConfig,
-    tls: UpstreamTls | null,
     metrics: EndpointMetrics,
   ) {
     this.index = index;
-    this.url = url;
+    this.url = at.url;
     this.weight = weight;
-    this.name = endpointName(url);
+    this.name = at.name;
     this.json = JSON.stringify(this.name);
     this.metrics = metrics;
-    this.connectionKey = connectionKey(url, cfg, tls);
+    this.connectionKey = connectionKey(at, cfg);
     this.timeouts = { timeoutMs: cfg.timeout_ms, connectTimeoutMs: cfg.connect_timeout_ms };
-    const u = new URL(url);
-    this.basePath = u.pathname.replace(/\/+$/, "");
-    this.address = u.hostname.replace(/^\[|\]$/g, "");
-    this.port = urlPort(u);
-    this.pool = new Pool(u.origin, {
+    this.basePath = at.basePath;
+    this.address = at.host;
+    this.port = at.port;
+    const tls = at.tls;
+    this.pool = new Pool(at.origin, {
       connections: cfg.max_sockets,
       pipelining: 1,
       keepAliveTimeout: cfg.keep_alive_ms,
       // An upstream's `Keep-Alive: timeout=N` may shorten, never lengthen, the configured idle time.
       keepAliveMaxTimeout: cfg.keep_alive_ms,
-      connect: { timeout: cfg.connect_timeout_ms, ...tls },
+      connect: undiciConnect(at, cfg.connect_timeout_ms),
     });
     const agentOptions = {
       keepAlive: true,
@@ -111,7 +114,7 @@ export class Endpoint implements BalancedEndpoint {
       scheduling: "lifo" as const,
     };
     this.agent = tls === null ? new http.Agent(agentOptions) : new https.Agent({ ...agentOptions, ...tls });
-    this.ws = new WebSocketRelay(url, this.agent, tls?.rejectUnauthorized ?? true, this.timeouts);
+    this.ws = new WebSocketRelay(at.url, this.agent, tls?.rejectUnauthorized ?? true, this.timeouts);
   }
 
   /** Closes pooled sockets (and aborts what still runs on them). */
@@ -122,3 +125,31 @@ export class Endpoint implements BalancedEndpoint {
 }
 
 function ignore(): void {}
+
+/**
+ * The endpoints of upstream `name` configured with `cfg` (SPEC §7, §16): `previous`'s endpoint at
+ * the same place is kept, with its connections, calls in flight, health and ejection, when its
+ * URL, weight and {@link connectionKey} are unchanged; any other is new.
+ * @param addresses - each endpoint's address ({@link endpointAddress}, same order)
+ * @param kept - receives the places of the endpoints kept
+ */
+export function endpointsFor(
+  name: string,
+  cfg: UpstreamConfig,
+  addresses: readonly EndpointAddress[],
+  pool: UpstreamPoolMetrics,
+  previous: readonly Endpoint[],
+  kept: number[],
+): Endpoint[] {
+  return endpointsOf(cfg).map((e, i) => {
+    const old = previous[i];
+    if (old !== undefined && old.url === e.url && old.weight === e.weight) {
+      if (old.connectionKey === connectionKey(addresses[i]!, cfg)) {
+        kept.push(i);
+        return old;
+      }
+    }
+    const metrics = endpointMetrics(pool, name, addresses[i]!.name);
+    return new Endpoint(i, addresses[i]!, e.weight, cfg, metrics);
+  });
+}

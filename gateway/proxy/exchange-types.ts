@@ -1,7 +1,8 @@
 /**
- * The plain data of a proxied exchange (`exchange.ts`, `plain-exchange.ts`, `exchange-upgrade.ts`):
- * what a plain exchange sends, how an exchange ended, and the two seams it calls synchronously,
- * the core's hooks and the transport's head writer.
+ * The plain data of a proxied exchange (`plain-exchange.ts`, `exchange-upgrade.ts`, run by
+ * `upstream-call.ts`): what a plain exchange sends, how an exchange ended, and the seams it calls
+ * synchronously: the core's hooks, and the transport's writers (a relayed head; a handshake that
+ * failed before any answer).
  */
 import type { Socket } from "node:net";
 import type { Readable } from "node:stream";
@@ -11,10 +12,13 @@ import type { ProxyRequest } from "./client-io.js";
 import type { Endpoint } from "./endpoint.js";
 import type { RetryPolicy } from "../config/retry-policy.js";
 
-/** How one exchange ended: plain data for the core. */
-export interface ExchangeResult {
+/**
+ * How one exchange ended: plain data for the core.
+ * @typeParam C - the core's per-request context (its request scope)
+ */
+export interface ExchangeResult<C> {
   /** The core's context the exchange was started with (its request scope). */
-  readonly context: unknown;
+  readonly context: C;
   /** The endpoint that was called. */
   readonly endpoint: Endpoint;
   /** The upstream's status (101 for a switched handshake), or 0 when it never answered. */
@@ -33,8 +37,7 @@ export interface ExchangeResult {
 
 /**
  * The core's part of an exchange, called synchronously at the moments that cannot wait for the
- * result: an attempt's start, the response head's arrival, and a handshake's failure before any
- * answer.
+ * result: an attempt's start and the response head's arrival.
  * @typeParam C - the core's per-request context (its request scope)
  */
 export interface ExchangeHooks<C> {
@@ -54,11 +57,15 @@ export interface ExchangeHooks<C> {
     upgraded: boolean,
     canWait: boolean,
   ): Promise<void> | null;
+}
+
+/** The transport's part of a WebSocket handshake. */
+export interface HandshakeWriter<C> {
   /**
-   * A WebSocket handshake failed before any answer: answer on the client socket now, which still
-   * speaks HTTP (http-proxy-3 ends it right after reporting the error).
+   * The handshake failed before any answer: answer on the client socket now, which still speaks
+   * HTTP (http-proxy-3 ends it right after reporting the error, so this cannot wait).
    */
-  handshakeFailed(context: C, socket: Socket, result: ExchangeResult): void;
+  handshakeFailed(socket: Socket, result: ExchangeResult<C>): void;
 }
 
 /** The transport's part: writes a decorated upstream head on its response object. */

@@ -12,14 +12,14 @@ import type { HeaderMap } from "../base/request-facts.js";
 import type { UpstreamErrorReason } from "../base/results.js";
 import type { RequestTrace } from "../observability/tracing/request-trace.js";
 import type { Endpoint } from "./endpoint.js";
-import type { ExchangeResult, ExchangeHooks } from "./exchange-types.js";
+import type { ExchangeHooks, ExchangeResult, HandshakeWriter } from "./exchange-types.js";
 import { settlement } from "./settlement.js";
 import type { Upstream } from "./upstream.js";
 import { UPGRADE, type UpgradeExchange } from "./websocket.js";
 
 /** What an upgrade exchange sends. */
 export interface UpgradeRequest {
-  /** The handshake, `url` already the path to send and `headers` prepared. */
+  /** The handshake, `headers` prepared (`url` is set to the path to send). */
   readonly req: IncomingMessage;
   readonly socket: Socket;
   /** The bytes read past the handshake's head. */
@@ -37,17 +37,18 @@ export function exchangeUpgrade<C>(
   request: UpgradeRequest,
   context: C,
   decorator: ExchangeHooks<C>,
+  writer: HandshakeWriter<C>,
   trace: RequestTrace | null,
-): Promise<ExchangeResult> {
+): Promise<ExchangeResult<C>> {
   const endpoint = upstream.pick(request.hashKey);
-  return new HandshakeExchange(upstream, endpoint, context, decorator, trace).start(request);
+  return new HandshakeExchange(upstream, endpoint, context, decorator, writer, trace).start(request);
 }
 
 /** The handshake exchange of a client socket, for its hoisted `close` listener. */
 const HANDSHAKE: unique symbol = Symbol("gateway.handshake");
 type ClientSocket = Socket & { [HANDSHAKE]?: HandshakeExchange<unknown> };
 
-class HandshakeExchange<C> implements UpgradeExchange, ExchangeResult {
+class HandshakeExchange<C> implements UpgradeExchange, ExchangeResult<C> {
   status = 0;
   failure: UpstreamErrorReason | null = null;
   responseStarted = false;
@@ -57,7 +58,7 @@ class HandshakeExchange<C> implements UpgradeExchange, ExchangeResult {
   done = false;
   /** The handshake request upstream, once http-proxy-3 made it. */
   proxyReq: ClientRequest | null = null;
-  resolve: ((r: ExchangeResult) => void) | null = null;
+  resolve: ((r: ExchangeResult<C>) => void) | null = null;
   /** When the handshake was sent (monotonic ms). */
   private startedMs = 0;
 
@@ -66,18 +67,19 @@ class HandshakeExchange<C> implements UpgradeExchange, ExchangeResult {
     readonly endpoint: Endpoint,
     readonly context: C,
     private readonly decorator: ExchangeHooks<C>,
+    private readonly writer: HandshakeWriter<C>,
     private readonly trace: RequestTrace | null,
   ) {}
 
-  start({ req, socket, head }: UpgradeRequest): Promise<ExchangeResult> {
-    const done = settlement<ExchangeResult>(this);
+  start({ req, socket, head }: UpgradeRequest): Promise<ExchangeResult<C>> {
+    const done = settlement<ExchangeResult<C>>(this);
     const endpoint = this.endpoint;
     (req as IncomingMessage & { [UPGRADE]?: UpgradeExchange })[UPGRADE] = this;
     (socket as ClientSocket)[HANDSHAKE] = this as HandshakeExchange<unknown>;
     socket.once("close", onClientClose);
-    endpoint.inFlight++;
+    this.upstream.ledger.tryDispatched(endpoint);
     endpoint.metrics.requests.inc();
-    this.startedMs = this.upstream.nowMs();
+    this.startedMs = this.upstream.clock.monotonicMs();
     this.decorator.attemptStarted(this.context, endpoint);
     this.trace?.startUpstream(req.method ?? "GET", endpoint.address, endpoint.port, req.headers);
     endpoint.ws.relay(req, socket, head);
@@ -119,7 +121,7 @@ class HandshakeExchange<C> implements UpgradeExchange, ExchangeResult {
     this.trace?.upstreamFailed(reason);
     this.upstream.failed(this.endpoint, reason);
     this.settle(reason);
-    this.decorator.handshakeFailed(this.context, socket, this);
+    this.writer.handshakeFailed(socket, this);
   }
 
   private answer(status: number, headers: HeaderMap): void {
@@ -135,7 +137,7 @@ class HandshakeExchange<C> implements UpgradeExchange, ExchangeResult {
     if (this.done) return;
     this.done = true;
     this.failure = failure;
-    this.endpoint.inFlight--;
+    this.upstream.ledger.tryEnded(this.endpoint, false);
     this.resolve!(this);
     this.resolve = null;
   }

@@ -20,11 +20,11 @@ import { Client } from "undici";
 import type { Logger } from "pino";
 import type { Counter } from "prom-client";
 import type { GatewayConfig } from "../config/schema.js";
-import { endpointName, endpointsOf } from "../config/upstream-schema.js";
+import { endpointsOf } from "../config/upstream-schema.js";
 import { afterPendingIo } from "../base/after-pending-io.js";
 import { HealthState } from "./balancing/health-state.js";
-import { upstreamTls } from "./upstream-tls.js";
-import { systemClock, type Clock } from "../base/clock.js";
+import { endpointAddress, undiciConnect } from "./endpoint-address.js";
+import type { Clock } from "../base/clock.js";
 
 /** One endpoint's active health state. */
 export interface HealthReport {
@@ -43,10 +43,8 @@ export interface HealthCheckerDeps {
   onChange: (report: HealthReport) => void;
   /** Directory TLS files resolve against. */
   baseDir: string;
-  /** Times the probes (`monotonicMs`); the system clock by default. */
-  clock?: Clock;
-  /** Uniform in [0, 1): the intervals' jitter. @default Math.random */
-  random?: () => number;
+  /** Times the probes (`monotonicMs`) and draws the intervals' jitter (`random`). */
+  clock: Clock;
 }
 
 /** The largest share of `interval_ms` a probe's interval is shortened by. */
@@ -118,20 +116,19 @@ export class HealthChecker {
       const h = u.health_check;
       if (h === undefined) continue;
       for (const e of endpointsOf(u)) {
-        const url = new URL(e.url);
-        const endpoint = endpointName(e.url);
-        const tls = upstreamTls(name, u, e.url, deps.baseDir);
+        const at = endpointAddress(name, u, e.url, deps.baseDir);
+        const endpoint = at.name;
         this.targets.push({
           upstream: name,
           endpoint,
-          client: new Client(url.origin, {
+          client: new Client(at.origin, {
             pipelining: 1,
             // Backstops only: the probe's own timer decides, after pending I/O is read.
             headersTimeout: 2 * h.timeout_ms,
             bodyTimeout: 2 * h.timeout_ms,
-            connect: { timeout: h.timeout_ms, ...tls },
+            connect: undiciConnect(at, h.timeout_ms),
           }),
-          path: url.pathname.replace(/\/+$/, "") + h.path,
+          path: at.basePath + h.path,
           timeoutMs: h.timeout_ms,
           state: new HealthState(
             { healthyThreshold: h.healthy_threshold, unhealthyThreshold: h.unhealthy_threshold },
@@ -189,7 +186,7 @@ export class HealthChecker {
   }
 
   private async probe(t: Target): Promise<void> {
-    const startedMs = (this.deps.clock ?? systemClock).monotonicMs();
+    const startedMs = this.deps.clock.monotonicMs();
     let passed = false;
     try {
       // `timeout_ms` until the head, decided after the I/O already arrived is read.
@@ -221,8 +218,8 @@ export class HealthChecker {
       this.deps.onChange(fields);
     }
     // The interval counts from the probe's start, so a slow endpoint is not probed less often.
-    const elapsedMs = (this.deps.clock ?? systemClock).monotonicMs() - startedMs;
-    const draw = (this.deps.random ?? Math.random)();
+    const elapsedMs = this.deps.clock.monotonicMs() - startedMs;
+    const draw = this.deps.clock.random();
     this.schedule(t, nextProbeDelayMs(this.intervals.get(t.upstream)!, elapsedMs, t.offsetMs, draw));
     t.offsetMs = 0;
   }

@@ -12,7 +12,7 @@
  */
 import type { Dispatcher } from "undici";
 import { afterPendingIo } from "../base/after-pending-io.js";
-import { Attempt, GIVEN_UP, type AttemptOwner } from "./attempt.js";
+import { Attempt, GIVEN_UP, onTryTimeout, TRY_TIMED_OUT, type AttemptOwner } from "./attempt.js";
 import type { HeaderMap } from "../base/request-facts.js";
 import type { UpstreamErrorReason } from "../base/results.js";
 import type { RequestTrace } from "../observability/tracing/request-trace.js";
@@ -24,20 +24,24 @@ import { HeldAnswer } from "./held-answer.js";
 import { backoffMs } from "../config/retry-policy.js";
 import { settlement } from "./settlement.js";
 import type { Upstream } from "./upstream.js";
-import { RESPONSE_TIMEOUT_CODE, upstreamErrorReason } from "./upstream-errors.js";
+import { upstreamErrorReason } from "./upstream-errors.js";
 
 /** The exchange of a response object, for the hoisted `close` and `drain` listeners. */
 const EXCHANGE: unique symbol = Symbol("gateway.exchange");
-type Relayed = ResponseTarget & { [EXCHANGE]?: PlainExchange<unknown, ResponseTarget> };
+type Relayed = ResponseTarget & { [EXCHANGE]?: Running };
+
+/** What the hoisted listeners and timers call on an exchange, whatever its context and target. */
+interface Running {
+  readonly current: Attempt | null;
+  left(): void;
+  timedOut(): void;
+  relaunch(): void;
+}
 
 const CLIENT_ABORTED = new Error("client closed the connection");
 
-const TRY_TIMED_OUT: NodeJS.ErrnoException = Object.assign(new Error("upstream try timed out"), {
-  code: RESPONSE_TIMEOUT_CODE,
-});
-
 /** One plain exchange: its tries and the result it resolves to. */
-export class PlainExchange<C, R extends ResponseTarget> implements ExchangeResult, AttemptOwner {
+export class PlainExchange<C, R extends ResponseTarget> implements ExchangeResult<C>, AttemptOwner {
   status = 0;
   failure: UpstreamErrorReason | null = null;
   responseStarted = false;
@@ -51,7 +55,7 @@ export class PlainExchange<C, R extends ResponseTarget> implements ExchangeResul
   current: Attempt | null = null;
   private backoff: NodeJS.Timeout | null = null;
   private deadline: NodeJS.Timeout | null = null;
-  resolve: ((r: ExchangeResult) => void) | null = null;
+  resolve: ((r: ExchangeResult<C>) => void) | null = null;
   /** The answer while its head waits for the core (SPEC §22 charge), else null. */
   private held: HeldAnswer | null = null;
 
@@ -67,26 +71,26 @@ export class PlainExchange<C, R extends ResponseTarget> implements ExchangeResul
     this.endpoint = upstream.pick(request.hashKey);
   }
 
-  start(): Promise<ExchangeResult> {
-    const done = settlement<ExchangeResult>(this);
-    (this.res as Relayed)[EXCHANGE] = this as PlainExchange<unknown, ResponseTarget>;
+  start(): Promise<ExchangeResult<C>> {
+    const done = settlement<ExchangeResult<C>>(this);
+    (this.res as Relayed)[EXCHANGE] = this;
     this.res.on("close", onClientClose); // emitted once; `on` skips once()'s wrapper
     if (this.request.timeoutMs > 0) this.deadline = setTimeout(onDeadline, this.request.timeoutMs, this);
-    this.upstream.budget.triesInFlight++;
     this.launch(this.endpoint, false);
     return done;
   }
 
-  /** Sends one try to `endpoint` (counted in the upstream's tries in flight by the caller). */
+  /** Sends one try to `endpoint` (a retry was counted in the ledger when it was decided). */
   private launch(endpoint: Endpoint, retry: boolean): void {
     const { request, trace } = this;
     this.endpoint = endpoint;
     this.attempts++;
-    endpoint.inFlight++;
+    if (retry) this.upstream.ledger.retryDispatched(endpoint);
+    else this.upstream.ledger.tryDispatched(endpoint);
     endpoint.metrics.requests.inc();
     this.hooks.attemptStarted(this.context, endpoint);
     trace?.startUpstream(request.method, endpoint.address, endpoint.port, request.headers);
-    const attempt = new Attempt(this, endpoint, retry, this.upstream.nowMs());
+    const attempt = new Attempt(this, endpoint, retry, this.upstream.clock.monotonicMs());
     this.current = attempt;
     const perTry = request.retry?.perTryTimeoutMs ?? 0;
     if (perTry > 0) attempt.timer = setTimeout(onTryTimeout, perTry, attempt);
@@ -114,7 +118,7 @@ export class PlainExchange<C, R extends ResponseTarget> implements ExchangeResul
   ): void {
     this.trace?.upstreamResponded(status);
     this.upstream.answered(attempt.endpoint, status, attempt.startedMs);
-    if (this.request.retry?.statuses.has(status) === true && this.mayRetry()) {
+    if (this.request.retry?.statuses.has(status) === true && this.mayRetry(attempt)) {
       this.finish(attempt);
       controller.abort(GIVEN_UP);
       this.retry();
@@ -175,7 +179,7 @@ export class PlainExchange<C, R extends ResponseTarget> implements ExchangeResul
     this.trace?.upstreamFailed(reason);
     this.upstream.failed(attempt.endpoint, reason);
     this.finish(attempt);
-    if (!this.responseStarted && this.request.retry?.reasons.has(reason) === true && this.mayRetry()) {
+    if (!this.responseStarted && this.request.retry?.reasons.has(reason) === true && this.mayRetry(null)) {
       this.retry();
       return;
     }
@@ -212,19 +216,21 @@ export class PlainExchange<C, R extends ResponseTarget> implements ExchangeResul
     this.settle("timeout");
   }
 
-  /** Whether one more try is allowed: tries left, nothing sent, and the budget's consent. */
-  private mayRetry(): boolean {
+  /**
+   * Whether one more try is allowed: tries left, nothing sent, and the budget's consent, asked with
+   * the failed try counted as ended (`ending`: that try while the ledger still counts it, or null).
+   */
+  private mayRetry(ending: Attempt | null): boolean {
     const policy = this.request.retry!;
     if (this.attempts > policy.attempts || this.clientLeft || this.responseStarted) return false;
     if (this.held !== null) return false; // the answer is being charged for
-    return this.upstream.budget.tryRetry();
+    return this.upstream.budget.tryRetry(ending);
   }
 
-  /** Waits the backoff, then tries another endpoint (the retry is in flight from now). */
+  /** Waits the backoff, then tries another endpoint (the budget put the retry in flight). */
   private retry(): void {
     this.current = null;
-    this.upstream.budget.triesInFlight++;
-    const wait = backoffMs(this.request.retry!, this.attempts, Math.random());
+    const wait = backoffMs(this.request.retry!, this.attempts, this.upstream.clock.random());
     this.backoff = setTimeout(onBackoff, wait, this);
   }
 
@@ -238,8 +244,7 @@ export class PlainExchange<C, R extends ResponseTarget> implements ExchangeResul
   private dropRetry(): void {
     clearTimeout(this.backoff!);
     this.backoff = null;
-    this.upstream.budget.triesInFlight--;
-    this.upstream.budget.retryEnded();
+    this.upstream.ledger.retryDropped();
   }
 
   /** A try's end, accounted once: its endpoint, the upstream's tries and retries in flight. */
@@ -247,9 +252,7 @@ export class PlainExchange<C, R extends ResponseTarget> implements ExchangeResul
     if (attempt.ended) return;
     attempt.ended = true;
     if (attempt.timer !== null) clearTimeout(attempt.timer);
-    attempt.endpoint.inFlight--;
-    this.upstream.budget.triesInFlight--;
-    if (attempt.retry) this.upstream.budget.retryEnded();
+    this.upstream.ledger.tryEnded(attempt.endpoint, attempt.retry);
     if (this.current === attempt) this.current = null;
   }
 
@@ -272,29 +275,14 @@ function onDrain(this: Relayed): void {
 }
 
 /** The route's `timeout_ms` fired: decided once the I/O already arrived is read. */
-function onDeadline(exchange: PlainExchange<unknown, ResponseTarget>): void {
+function onDeadline(exchange: Running): void {
   afterPendingIo(deadlinePassed, exchange);
 }
 
-function deadlinePassed(exchange: PlainExchange<unknown, ResponseTarget>): void {
+function deadlinePassed(exchange: Running): void {
   exchange.timedOut();
 }
 
-function onBackoff(exchange: PlainExchange<unknown, ResponseTarget>): void {
+function onBackoff(exchange: Running): void {
   exchange.relaunch();
-}
-
-/**
- * A try's own timeout (`per_try_timeout_ms`): it fails as a timeout, which may be retried, unless
- * its head is among the I/O already arrived (read before deciding).
- */
-function onTryTimeout(attempt: Attempt): void {
-  attempt.timer = null;
-  afterPendingIo(tryTimedOut, attempt);
-}
-
-function tryTimedOut(attempt: Attempt): void {
-  if (attempt.ended || attempt.answered) return;
-  attempt.exchange.failed(attempt, TRY_TIMED_OUT);
-  attempt.controller?.abort(TRY_TIMED_OUT);
 }

@@ -2,24 +2,31 @@
  * One upstream's retry budget (SPEC §17), Envoy's `retry_budget` (api/envoy/config/cluster/v3/
  * circuit_breaker.proto, `RetryBudget`): retries in flight stay at most
  * `max(min_retries, ratio × tries in flight)`, where tries in flight count every attempt, retries
- * included, and a retry is in flight from its decision (its backoff included) to its end.
+ * included, and a retry is in flight from its decision (its backoff included) to its end. The
+ * counts are the upstream's {@link InFlightLedger}; the try whose failure asks for the retry is
+ * never among them (it has ended, whether it failed or answered a retryable status).
  */
 import type { Counter } from "prom-client";
 import type { UpstreamConfig } from "../config/upstream-schema.js";
+import type { InFlightLedger } from "./in-flight-ledger.js";
 
-/** The budget of one upstream, and the tries and retries it counts. */
+/** The budget of one upstream. */
 export class RetryBudget {
-  /** Tries in flight, each retry from the moment it is decided (the budget's base). */
-  triesInFlight = 0;
-  /** Retries in flight, from their decision (backoff included) to their end. */
-  retriesInFlight = 0;
   private ratio: number;
   private minRetries: number;
   private readonly retried: ReturnType<Counter<"upstream" | "result">["labels"]>;
   private readonly exhausted: ReturnType<Counter<"upstream" | "result">["labels"]>;
 
-  /** @param retries - `gateway_upstream_retries_total` */
-  constructor(upstream: string, cfg: UpstreamConfig, retries: Counter<"upstream" | "result">) {
+  /**
+   * @param ledger - the upstream's counts in flight (read, and moved for a granted retry)
+   * @param retries - `gateway_upstream_retries_total`
+   */
+  constructor(
+    upstream: string,
+    cfg: UpstreamConfig,
+    private readonly ledger: InFlightLedger,
+    retries: Counter<"upstream" | "result">,
+  ) {
     this.ratio = cfg.retry_budget.ratio;
     this.minRetries = cfg.retry_budget.min_retries;
     this.retried = retries.labels({ upstream, result: "retried" });
@@ -33,23 +40,23 @@ export class RetryBudget {
   }
 
   /**
-   * Asks for one retry. A granted retry is in flight (and a try in flight) from now until
-   * {@link retryEnded}.
+   * Asks for one retry, counting the try whose failure asks as ended. A granted retry is in flight
+   * from now ({@link InFlightLedger.retryDecided}) until the ledger hears of its end.
+   * @param ending - that try while the ledger still counts it (a retryable status, its answer
+   *   not yet given up), or null when it has ended (a connection failure, a reset, a timeout)
    * @returns false when the budget is spent (counted as `budget_exhausted`)
    */
-  tryRetry(): boolean {
-    const allowed = Math.max(this.minRetries, this.ratio * this.triesInFlight);
-    if (this.retriesInFlight >= allowed) {
+  tryRetry(ending: { readonly retry: boolean } | null): boolean {
+    const ledger = this.ledger;
+    const tries = ending === null ? ledger.triesDispatched : ledger.triesDispatched - 1;
+    const retries = ending?.retry === true ? ledger.retries - 1 : ledger.retries;
+    const allowed = Math.max(this.minRetries, this.ratio * tries);
+    if (retries >= allowed) {
       this.exhausted.inc();
       return false;
     }
-    this.retriesInFlight++;
+    ledger.retryDecided();
     this.retried.inc();
     return true;
-  }
-
-  /** A retry {@link tryRetry} granted has ended (answered, failed or given up). */
-  retryEnded(): void {
-    this.retriesInFlight--;
   }
 }

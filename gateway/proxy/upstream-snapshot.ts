@@ -7,6 +7,7 @@ export interface EndpointSnapshot {
   weight: number;
   healthy: boolean;
   ejected: boolean;
+  /** This endpoint's own tries in flight. */
   in_flight: number;
 }
 
@@ -15,7 +16,7 @@ export interface UpstreamSnapshot {
   balancer: string;
   /** SPEC §18: the effective concurrency limit, or null without one. */
   concurrency_limit: number | null;
-  /** SPEC §18: tries in flight, summed over the endpoints. */
+  /** SPEC §18: calls admitted and not ended (the count the limit applies to). */
   in_flight: number;
   endpoints: EndpointSnapshot[];
 }

@@ -4,33 +4,29 @@
  * report. It is what the core's proxy outcome names; each {@link Endpoint} owns the connections.
  */
 import type { Logger } from "pino";
+import type { Clock } from "../base/clock.js";
 import type { UpstreamConfig } from "../config/upstream-schema.js";
-import { endpointName, endpointsOf } from "../config/upstream-schema.js";
 import type { UpstreamErrorReason } from "../base/results.js";
-import { endpointMetrics, type UpstreamPoolMetrics } from "../observability/upstream-metrics.js";
+import type { UpstreamPoolMetrics } from "../observability/upstream-metrics.js";
 import type { Counter } from "prom-client";
-import type { LoadSheddingConfig } from "../config/shedding-schema.js";
-import { Admission } from "./admission.js";
+import { admissionFor, type Admission } from "./admission.js";
+import { InFlightLedger } from "./in-flight-ledger.js";
 import { compileHashOn, type HashOn } from "./hash-key.js";
 import type { UpstreamSnapshot } from "./upstream-snapshot.js";
 import { createBalancer, type Balancer } from "./balancing/balancer.js";
 import { OutlierDetector } from "./balancing/outlier-detector.js";
 import { PanicRouting } from "./panic-routing.js";
 import { RetryBudget } from "./retry-budget.js";
-import { connectionKey, Endpoint } from "./endpoint.js";
-import type { UpstreamTls } from "./upstream-tls.js";
+import { endpointsFor, type Endpoint } from "./endpoint.js";
+import type { EndpointAddress } from "./endpoint-address.js";
 
 /** What an upstream reports to. */
 export interface UpstreamDeps {
   metrics: { pool: UpstreamPoolMetrics; upstreamErrors: Counter<"upstream" | "reason"> };
   logger: Logger;
-  /** Monotonic milliseconds (outlier ejection times). */
-  nowMs: () => number;
+  /** Monotonic time (tries, outlier ejections, the adaptive limit) and jitter (retry backoff). */
+  clock: Clock;
 }
-
-/** The upstream has a concurrency limit (SPEC §17 `max_in_flight`, SPEC §18 `adaptive_concurrency`). */
-const limited = (cfg: UpstreamConfig): boolean =>
-  (cfg.max_in_flight ?? 0) > 0 || cfg.adaptive_concurrency !== undefined;
 
 /** Statuses of the endpoint itself that count as a failed call (SPEC §16 outlier detection). */
 const isGatewayFailure = (status: number): boolean => status === 502 || status === 503 || status === 504;
@@ -56,17 +52,17 @@ export class Upstream {
   private ejectedCount = 0;
   /**
    * Admission under `max_in_flight` (SPEC §17) and `adaptive_concurrency` (SPEC §18), or null
-   * when the upstream has neither: then the request path does nothing more than check for null.
-   * Kept by a reload that keeps the upstream (its calls in flight still count), and set by
-   * {@link apply} when the configuration commits.
+   * without either; kept by a reload, set by {@link apply} when the configuration commits.
    */
   admission: Admission | null;
-  /** The retry budget (SPEC §17) and the tries and retries it counts. */
+  /** Every count in flight, one per upstream name (handed to the upstream a reload makes). */
+  readonly ledger: InFlightLedger;
+  /** The retry budget (SPEC §17), reading {@link ledger}. */
   readonly budget: RetryBudget;
   private readonly panic: PanicRouting;
 
   /**
-   * @param tls - each endpoint's TLS settings (same order as its endpoints), null entries for http
+   * @param addresses - each endpoint's address and TLS settings (same order as its endpoints)
    * @param previous - the upstream of this name a reload replaces (SPEC §7): its endpoints kept by
    *   name at the same place with unchanged connections are taken over with their connections,
    *   calls in flight, health and ejection, and so is its admission (its calls in flight still
@@ -75,7 +71,7 @@ export class Upstream {
   constructor(
     name: string,
     cfg: UpstreamConfig,
-    tls: readonly (UpstreamTls | null)[],
+    addresses: readonly EndpointAddress[],
     private readonly deps: UpstreamDeps,
     previous?: Upstream,
   ) {
@@ -83,17 +79,7 @@ export class Upstream {
     this.balancerKind = cfg.balancer;
     const pool = deps.metrics.pool;
     const taken: number[] = [];
-    this.endpoints = endpointsOf(cfg).map((e, i) => {
-      const old = previous?.endpoints[i];
-      if (old !== undefined && old.url === e.url && old.weight === e.weight) {
-        if (old.connectionKey === connectionKey(e.url, cfg, tls[i] ?? null)) {
-          taken.push(i);
-          return old;
-        }
-      }
-      const metrics = endpointMetrics(pool, name, endpointName(e.url));
-      return new Endpoint(i, e.url, e.weight, cfg, tls[i] ?? null, metrics);
-    });
+    this.endpoints = endpointsFor(name, cfg, addresses, pool, previous?.endpoints ?? [], taken);
     this.hashOn = cfg.balancer === "consistent_hash" ? compileHashOn(cfg.hash_on ?? "identity") : null;
     this.balancer = this.endpoints.length > 1 ? createBalancer(cfg.balancer, this.endpoints) : null;
     const o = cfg.outlier_detection;
@@ -106,22 +92,24 @@ export class Upstream {
               baseEjectionMs: o.base_ejection_ms,
               maxEjectionPercent: o.max_ejection_percent,
             },
-            deps.nowMs,
+            deps.clock,
             (i: number, ejected: boolean) => this.ejectionChanged(i, ejected),
           )
         : null;
     for (const i of taken) this.takeOver(i, previous!);
     this.panic = new PanicRouting(name, pool.panic.labels({ upstream: name }), deps.logger);
-    this.admission = !limited(cfg) ? null : (previous?.admission ?? this.newAdmission(cfg));
-    this.budget = new RetryBudget(name, cfg, pool.retries);
+    this.ledger = previous?.ledger ?? new InFlightLedger();
+    this.admission = admissionFor(cfg, previous?.admission ?? null, this.admissionDeps(), false);
+    this.budget = new RetryBudget(name, cfg, this.ledger, pool.retries);
   }
 
   /**
    * Applies the per-call settings when their configuration commits (never while it is only
-   * prepared): `timeout_ms`, `max_in_flight`, `adaptive_concurrency`, `retry_budget`,
-   * `load_shedding`; admitted calls stay counted, and a replaced upstream learns its successor.
+   * prepared): `timeout_ms`, `max_in_flight`, `adaptive_concurrency`, `retry_budget`; admitted
+   * calls stay counted, and a replaced upstream learns its successor. (`load_shedding` is read
+   * at admission from the runtime the call runs on.)
    */
-  apply(cfg: UpstreamConfig, shedding: LoadSheddingConfig | undefined): void {
+  apply(cfg: UpstreamConfig): void {
     if (this.predecessor !== null) this.predecessor.successor = this;
     this.predecessor = null;
     for (const e of this.endpoints) {
@@ -129,10 +117,7 @@ export class Upstream {
       e.timeouts.connectTimeoutMs = cfg.connect_timeout_ms;
     }
     this.budget.configure(cfg);
-    if (!limited(cfg)) this.admission = null;
-    else if (this.admission === null) this.admission = this.newAdmission(cfg);
-    else this.admission.reconfigure(cfg.max_in_flight ?? 0, cfg.adaptive_concurrency);
-    this.admission?.configure(shedding);
+    this.admission = admissionFor(cfg, this.admission, this.admissionDeps(), true);
   }
 
   /**
@@ -171,9 +156,9 @@ export class Upstream {
     return this.endpoints[i]!;
   }
 
-  /** Monotonic milliseconds: when a try starts (its time to head is measured from then). */
-  nowMs(): number {
-    return this.deps.nowMs();
+  /** The gateway's clock: a try's start and time to head, its retry's backoff jitter. */
+  get clock(): Clock {
+    return this.deps.clock;
   }
 
   /**
@@ -182,7 +167,7 @@ export class Upstream {
    * @param startedMs - when the try was sent ({@link nowMs})
    */
   answered(endpoint: Endpoint, status: number, startedMs: number): void {
-    endpoint.metrics.duration.observe((this.deps.nowMs() - startedMs) / 1000);
+    endpoint.metrics.duration.observe((this.deps.clock.monotonicMs() - startedMs) / 1000);
     const o = this.outliersOf(endpoint);
     if (o === null) return;
     if (isGatewayFailure(status)) o.failure(endpoint.index);
@@ -218,7 +203,7 @@ export class Upstream {
     return {
       balancer: this.balancerKind,
       concurrency_limit: this.admission === null ? null : this.admission.limit,
-      in_flight: this.inFlight(),
+      in_flight: this.ledger.callsAdmitted,
       endpoints: this.endpoints.map((e) => ({
         endpoint: e.name,
         url: e.url,
@@ -228,13 +213,6 @@ export class Upstream {
         in_flight: e.inFlight,
       })),
     };
-  }
-
-  /** Tries in flight to this upstream, summed over its endpoints. */
-  inFlight(): number {
-    let n = 0;
-    for (const e of this.endpoints) n += e.inFlight;
-    return n;
   }
 
   /** Closes every endpoint's connections. */
@@ -249,12 +227,12 @@ export class Upstream {
   refreshEjections(): void {
     const o = this.outliers;
     if (o === null || this.ejectedCount === 0) return;
-    if (this.deps.nowMs() >= o.nextUnejectionAt()) o.refresh();
+    if (this.deps.clock.monotonicMs() >= o.nextUnejectionAt()) o.refresh();
   }
 
-  private newAdmission(cfg: UpstreamConfig): Admission {
-    const { max_in_flight: max = 0, adaptive_concurrency: adaptive } = cfg;
-    return new Admission(this.name, max, adaptive, this.deps.nowMs, this.deps.metrics.pool.overloaded);
+  private admissionDeps(): Parameters<typeof admissionFor>[2] {
+    const { clock, metrics } = this.deps;
+    return { upstream: this.name, ledger: this.ledger, clock, overloaded: metrics.pool.overloaded };
   }
 
   /** The detector that owns `e`'s ejection: this upstream's, or its successor's once it took `e` over. */

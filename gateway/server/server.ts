@@ -128,7 +128,7 @@ export function createGateway(loaded: LoadedConfig, options: GatewayOptions = {}
   const configHash = hashOf(loaded);
   setConfigInfo(metrics.configInfo, configHash);
   const pipeline = new Pipeline({ clock, metrics, logger });
-  const accessLog = new AccessLog(logger);
+  const accessLog = new AccessLog(logger, clock);
   // Finish observers, in order: every request's end is told to each. The tracing observer only
   // looks at requests that have spans (none while tracing is off).
   const observers = [new RequestMetrics(metrics, pipeline.hot), accessLog, new TracingObserver()];

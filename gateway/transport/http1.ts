@@ -11,14 +11,16 @@ import type { Duplex } from "node:stream";
 import type { TLSSocket } from "node:tls";
 import type { ErrorCode } from "../base/error-catalog.js";
 import type { HeaderMap, RequestFacts } from "../base/request-facts.js";
+import { CUT, type ProxyResult } from "../core/proxy-step.js";
 import { errorResponse, jsonResponse, preflightResponse, type GatewayResponse } from "../core/responses.js";
 import { SCOPE, type RequestScope } from "../core/scope.js";
+import type { HandshakeWriter } from "../proxy/exchange-types.js";
 import { clientCertSubject } from "./client-cert.js";
-import { serializeResponse } from "../core/raw-response.js";
+import { serializeResponse } from "./raw-response.js";
 import { onResponseClose, Writer, type Scoped } from "./writer.js";
 
 /** Listeners for a `node:http` (or HTTP/1.1-on-TLS) server. */
-export class Http1Transport extends Writer<ServerResponse> {
+export class Http1Transport extends Writer<ServerResponse> implements HandshakeWriter<RequestScope> {
   constructor(deps: ConstructorParameters<typeof Writer>[0]) {
     super(deps);
     this.onRequest = this.onRequest.bind(this);
@@ -115,8 +117,22 @@ export class Http1Transport extends Writer<ServerResponse> {
       case "preflight":
         return this.writeRaw(socket, scope, preflightResponse(scope, now));
       case "proxy":
-        return this.d.pipeline.proxy.upgrade(scope, outcome, req, socket, head);
+        return this.d.pipeline.proxy.upgrade(
+          scope,
+          outcome,
+          { req, socket, head, hashKey: outcome.hashKey },
+          this,
+        );
     }
+  }
+
+  /**
+   * {@link HandshakeWriter}: a handshake failed before any answer; the core's 502/504 goes on the
+   * raw socket now (http-proxy-3 ends it right after reporting the failure).
+   */
+  handshakeFailed(socket: Socket, result: ProxyResult): void {
+    const answer = this.d.pipeline.proxy.answer(result);
+    if (answer !== null && answer !== CUT) this.writeRaw(socket, result.context, answer);
   }
 
   private async refuse(socket: Socket, scope: RequestScope, code: ErrorCode, peer: string): Promise<void> {

@@ -12,7 +12,7 @@ import type { ClientProtocol, HeaderMap, RequestFacts } from "../base/request-fa
 import type { GatewayMetrics } from "../observability/metrics.js";
 import type { Outcome } from "../core/outcome.js";
 import type { Pipeline } from "../core/pipeline.js";
-import type { HeadWriter } from "../proxy/exchange.js";
+import type { HeadWriter } from "../proxy/exchange-types.js";
 import type { ProxyRequest, ResponseTarget } from "../proxy/client-io.js";
 import { CUT } from "../core/proxy-step.js";
 import { errorResponse, jsonResponse, preflightResponse, type GatewayResponse } from "../core/responses.js";

@@ -5,7 +5,10 @@
  * (what a request pays without the blocks: one null check). Prints ns per call, median of 7 rounds.
  */
 import { Counter, Registry } from "prom-client";
+import { systemClock } from "../../gateway/base/clock.js";
 import { Admission } from "../../gateway/proxy/admission.js";
+import { InFlightLedger } from "../../gateway/proxy/in-flight-ledger.js";
+import { SheddingPolicy } from "../../gateway/proxy/shedding-policy.js";
 
 const CALLS = 1_000_000;
 const ROUNDS = 7;
@@ -15,27 +18,31 @@ const overloaded = new Counter({
   labelNames: ["upstream", "priority"],
   registers: [new Registry()],
 });
+const ledger = new InFlightLedger();
 const admission = new Admission(
   "docs",
+  ledger,
   0,
   { min_limit: 5, max_limit: 1000, mode: "enforce" },
-  () => performance.now(),
+  systemClock,
   overloaded,
 );
-admission.configure({
+const shedding = new SheddingPolicy({
   priorities: { gold: "critical", free: "sheddable" },
   shares: { sheddable: 0.5, default: 0.9, critical: 1 },
 });
 const plans = ["gold", "free", null, "pro"] as const;
-const none: Admission | null = null as Admission | null;
+const none: InFlightLedger | null = null as InFlightLedger | null;
 
 function enabled(): number {
   let admitted = 0;
   for (let i = 0; i < CALLS; i++) {
     const a = admission;
-    if (a.admit(a.priorityOf(plans[i & 3]!)) !== "shed") {
+    const priority = shedding.priorityOf(plans[i & 3]!);
+    if (a.admit(priority, shedding.shares[priority]) !== "shed") {
+      ledger.callAdmitted();
       a.sample(50 + (i & 7), 0);
-      a.release();
+      ledger.callEnded();
       admitted++;
     }
   }
@@ -45,7 +52,7 @@ function enabled(): number {
 function absent(): number {
   let admitted = 0;
   for (let i = 0; i < CALLS; i++) {
-    if (none !== null) none.release();
+    if (none !== null) none.callEnded();
     admitted += plans[i & 3] === null ? 0 : 1;
   }
   return admitted;

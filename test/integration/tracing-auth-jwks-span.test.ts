@@ -31,6 +31,11 @@ import {
 } from "../helpers/otlp-receiver.js";
 
 const clock = new ManualClock(Date.now());
+/**
+ * Moves the wall clock only (the JWKS cache's age): the spans' times come from the monotonic
+ * reading, which the tracing SDK's own spans (`auth.jwks`) read unmoved.
+ */
+const later = (ms: number): void => clock.set(clock.nowMs() + ms);
 let a: SigningKey, b: SigningKey, unpublished: SigningKey;
 let rx: OtlpReceiver;
 let idp: JwtIdp;
@@ -125,7 +130,7 @@ describe("auth.jwks", () => {
 
   it("is recorded for the refetch an unknown kid triggers", async () => {
     idp.setKeys([b, a]);
-    clock.advance(30_000);
+    later(30_000);
     const before = idp.jwksRequests();
     const { status, spans } = await traced(await idp.issueJwt("read"));
     expect(status).toBe(200);
@@ -136,7 +141,7 @@ describe("auth.jwks", () => {
 
   it("is an error when the fetch fails (the request gets 503)", async () => {
     await idp.stop();
-    clock.advance(30_000);
+    later(30_000);
     const now = Math.floor(clock.nowMs() / 1000);
     const claims = { iss: idp.issuer, aud: AUDIENCE, sub: "u", client_id: "app", iat: now, exp: now + 600 };
     const { status, spans } = await traced(await signJwt(unpublished, claims));
@@ -149,7 +154,7 @@ describe("auth.jwks", () => {
 
   it("is recorded by each request waiting for one shared refetch", async () => {
     await idp.start();
-    clock.advance(30_000);
+    later(30_000);
     const keys = (gw.gateway.runtime.auth.authenticators[0] as JwtAuthenticator).keys;
     const tracing = gw.gateway.runtime.tracing!;
     const traceIds = [newTraceId(), newTraceId()];

@@ -1,7 +1,8 @@
 /**
  * House rules a script can check: the layering of the README's Architecture
- * section, no import cycle among the gateway's modules, type imports included (a cycle of types
- * still ties two modules' designs together), and no source file over 300 lines.
+ * section, a core that imports no wire module (`node:http`, `node:net`, ...), no import cycle among
+ * the gateway's modules, type imports included (a cycle of types still ties two modules' designs
+ * together), and no source file over 300 lines.
  */
 import { readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
@@ -110,6 +111,19 @@ describe("the gateway's module graph", () => {
     const pairs = new Set(crossings().map(({ from, to }) => `${from}>${to}`));
     const both = [...pairs].filter((p) => pairs.has(p.split(">").reverse().join(">")));
     expect(both).toEqual([]);
+  });
+
+  it("keeps node:http and node:net out of the core: it writes no byte, the transports do", () => {
+    const NODE_IMPORT = /(?:^|\n)\s*(?:import|export)\s[^;]*?from\s+"(node:[a-z0-9/]+)"/g;
+    const wire = new Set(["node:http", "node:https", "node:http2", "node:net", "node:tls"]);
+    const found = files
+      .filter((f) => folderOf(f) === "core")
+      .flatMap((f) =>
+        [...readFileSync(f, "utf8").matchAll(NODE_IMPORT)]
+          .filter((m) => wire.has(m[1]!))
+          .map((m) => `${path.relative(ROOT, f)} -> ${m[1]!}`),
+      );
+    expect(found).toEqual([]);
   });
 
   it("has no import cycle", () => {

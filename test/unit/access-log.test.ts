@@ -2,6 +2,7 @@
  * The hand-built access line: valid JSON whatever the request put in it, the same fields and shape
  * pino writes for the same object, nothing below the logger's level, and whole lines per write.
  */
+import { systemClock } from "../../gateway/base/clock.js";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { AccessLog, type AccessLine } from "../../gateway/observability/access-log.js";
@@ -109,7 +110,7 @@ function expectPinoBytes(f: Fields): string {
   const theirs = sink();
   const { level: _l, service: _s, msg: _m, ...obj } = expected(f);
   createLogger("info", theirs).info(obj, "request");
-  const log = new AccessLog(createLogger("info", ours));
+  const log = new AccessLog(createLogger("info", ours), systemClock);
   log.onFinish(finishedScope(scopeOf(f), f.status, f.durationMs));
   log.flush();
   const strip = (s: string) => s.replace(/"time":"[^"]*"/, '"time":""');
@@ -145,7 +146,7 @@ describe("AccessLog", () => {
     fc.assert(
       fc.property(fields, (f) => {
         const dest = sink();
-        const log = new AccessLog(createLogger("info", dest));
+        const log = new AccessLog(createLogger("info", dest), systemClock);
         log.onFinish(finishedScope(scopeOf(f), f.status, f.durationMs));
         log.flush();
         const [line, ...rest] = dest.lines();
@@ -194,7 +195,7 @@ describe("AccessLog", () => {
 
   it("writes nothing when the logger's level is above info", () => {
     const dest = sink();
-    const log = new AccessLog(createLogger("warn", dest));
+    const log = new AccessLog(createLogger("warn", dest), systemClock);
     log.onFinish(finishedScope(scopeOf({ ...baseFields(), status: 200 }), 200, 1));
     log.flush();
     expect(dest.writes).toEqual([]);
@@ -202,7 +203,7 @@ describe("AccessLog", () => {
 
   it("marks aborted calls and gateway answers", () => {
     const dest = sink();
-    const log = new AccessLog(createLogger("info", dest));
+    const log = new AccessLog(createLogger("info", dest), systemClock);
     const scope = scopeOf(baseFields());
     scope.errorCode = "rate_limited";
     log.onFinish(finishedScope(scope, 429, 2));
@@ -216,7 +217,7 @@ describe("AccessLog", () => {
 
   it("hands lines over in whole-line chunks of about 16 KiB, and the rest on flush", () => {
     const dest = sink();
-    const log = new AccessLog(createLogger("info", dest));
+    const log = new AccessLog(createLogger("info", dest), systemClock);
     const scope = scopeOf(baseFields());
     for (let i = 0; i < 150; i++) log.onFinish(finishedScope(scope, 200, i));
     expect(dest.writes.length).toBeGreaterThan(0);

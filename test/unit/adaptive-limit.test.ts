@@ -16,6 +16,7 @@ import {
   WINDOW_SAMPLES,
 } from "../../gateway/proxy/adaptive-limit.js";
 import { Admission } from "../../gateway/proxy/admission.js";
+import { InFlightLedger } from "../../gateway/proxy/in-flight-ledger.js";
 
 type Limit = { limit: AdaptiveLimit; clock: { ms: number } };
 
@@ -23,7 +24,11 @@ type Limit = { limit: AdaptiveLimit; clock: { ms: number } };
 function limitOf(minLimit = 1, maxLimit = 1000): Limit {
   const clock = { ms: 0 };
   // No jitter: the mark is exactly PROBE_INTERVAL_MS after the start.
-  const limit = new AdaptiveLimit({ minLimit, maxLimit, nowMs: () => clock.ms, random: () => 0 });
+  const limit = new AdaptiveLimit({
+    minLimit,
+    maxLimit,
+    clock: { monotonicMs: () => clock.ms, random: () => 0 },
+  });
   return { limit, clock };
 }
 
@@ -217,8 +222,7 @@ it("shortens the interval by up to 15 % (Envoy's jitter), never lengthens it", (
     const limit = new AdaptiveLimit({
       minLimit: 1,
       maxLimit: 100,
-      nowMs: () => clock.ms,
-      random: () => draw,
+      clock: { monotonicMs: () => clock.ms, random: () => draw },
     });
     clock.ms = MEASURE_MS;
     expect(limit.measuring).toBe(false);
@@ -256,18 +260,31 @@ describe("admission across the re-measurement", () => {
         labelNames: ["upstream", "priority"],
         registers: [new Registry()],
       });
-      const a = new Admission("docs", 0, { min_limit: 5, max_limit: 1000, mode }, () => clock.ms, overloaded);
+      const ledger = new InFlightLedger();
+      const a = new Admission(
+        "docs",
+        ledger,
+        0,
+        { min_limit: 5, max_limit: 1000, mode },
+        { nowMs: () => 0, monotonicMs: () => clock.ms, random: Math.random },
+        overloaded,
+      );
+      const admit = (): string => {
+        const admitted = a.admit("default", 1);
+        if (admitted !== "shed") ledger.callAdmitted();
+        return admitted;
+      };
       const limit = a.adaptive!;
       // Steady at 20: 30 long streams opened before the mark stay in flight across it.
       feed({ limit, clock }, WINDOW_SAMPLES, 50, 5);
       feed({ limit, clock }, 100, 200, 100 / 20, 20);
       expect(a.limit).toBe(20);
-      for (let i = 0; i < 20; i++) expect(a.admit("default")).toBe("admitted");
+      for (let i = 0; i < 20; i++) expect(admit()).toBe("admitted");
       clock.ms += PROBE_INTERVAL_MS;
-      for (let i = 0; i < 200; i++) expect(a.admit("default")).toBe("admitted");
+      for (let i = 0; i < 200; i++) expect(admit()).toBe("admitted");
       clock.ms += MEASURE_MS;
       expect(limit.measuring).toBe(false);
-      for (let i = 0; i < 200; i++) expect(a.admit("default")).toBe("admitted");
+      for (let i = 0; i < 200; i++) expect(admit()).toBe("admitted");
     }
   });
 });

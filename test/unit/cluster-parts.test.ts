@@ -4,6 +4,7 @@
  * pipes), the group's `/metrics` (counters and histograms summed, gauges one series per worker),
  * and a worker's access lines carrying its `pid` exactly where pino puts it.
  */
+import { systemClock } from "../../gateway/base/clock.js";
 import { EventEmitter } from "node:events";
 import { PassThrough } from "node:stream";
 import { Registry } from "prom-client";
@@ -147,7 +148,7 @@ describe("a worker's access line", () => {
       [],
     );
     scope.clientIp = "10.0.0.1";
-    const log = new AccessLog(logger);
+    const log = new AccessLog(logger, systemClock);
     log.onFinish(finishedScope(scope, 200, 1.5));
     log.flush();
     logger.info({ reqId: "r2" }, "request");

@@ -29,7 +29,7 @@ function setup(n: number, settings: Partial<OutlierSettings> = {}) {
   const detector = new OutlierDetector(
     endpoints(n),
     { consecutiveFailures: 5, baseEjectionMs: 30_000, maxEjectionPercent: 50, ...settings },
-    () => clock.t,
+    { monotonicMs: () => clock.t },
     (i, ejected) => changes.push([i, ejected]),
   );
   const fail = (i: number, times: number): void => {

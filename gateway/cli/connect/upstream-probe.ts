@@ -10,8 +10,7 @@ import tls from "node:tls";
 import { Client } from "undici";
 import type { GatewayConfig } from "../../config/schema.js";
 import { endpointsOf, type UpstreamConfig } from "../../config/upstream-schema.js";
-import { upstreamTls } from "../../proxy/upstream-tls.js";
-import { urlPort } from "../../base/url-port.js";
+import { endpointAddress, undiciConnect, type EndpointAddress } from "../../proxy/endpoint-address.js";
 import { errorText, within, type ProbeResult } from "./probe.js";
 
 /**
@@ -44,20 +43,19 @@ async function endpoint(
   url: string,
   baseDir: string,
 ): Promise<ProbeResult> {
-  const u = new URL(url);
-  const host = u.hostname.replace(/^\[(.*)\]$/, "$1");
-  const port = urlPort(u);
-  const what = `upstream ${name} ${u.origin}`;
+  const what = `upstream ${name} ${new URL(url).origin}`;
   const limit = upstream.connect_timeout_ms;
   let socket: net.Socket | undefined;
   try {
+    // The proxy's own builder: the same host, port, SNI and TLS material as its calls.
+    const at = endpointAddress(name, upstream, url, baseDir);
     socket = await within(
-      tcp(host, port),
+      tcp(at.host, at.port),
       limit,
       `no TCP connection within ${limit} ms (connect_timeout_ms)`,
     );
-    const settings = upstreamTls(name, upstream, url, baseDir);
-    if (settings === null) return healthOf(upstream, url, null, what, "TCP connection accepted");
+    const settings = at.tls;
+    if (settings === null) return healthOf(upstream, at, what, "TCP connection accepted");
     const secure = await within(
       handshake(socket, {
         ...settings,
@@ -70,7 +68,7 @@ async function endpoint(
     const cert = secure.getPeerCertificate();
     const names = cert.subjectaltname ?? cert.subject?.CN ?? "?";
     const answer = `TCP and TLS ok (${secure.getProtocol()}, certificate ${names}, valid until ${cert.valid_to})`;
-    return healthOf(upstream, url, settings, what, answer);
+    return healthOf(upstream, at, what, answer);
   } catch (err) {
     return { ok: false, what, answer: errorText(err) };
   } finally {
@@ -84,17 +82,15 @@ async function endpoint(
  */
 async function healthOf(
   upstream: UpstreamConfig,
-  url: string,
-  settings: ReturnType<typeof upstreamTls>,
+  at: EndpointAddress,
   what: string,
   connected: string,
 ): Promise<ProbeResult> {
   const h = upstream.health_check;
   if (h === undefined) return { ok: true, what, answer: connected };
-  const u = new URL(url);
-  const path = u.pathname.replace(/\/+$/, "") + h.path;
-  const client = new Client(u.origin, {
-    connect: { timeout: upstream.connect_timeout_ms, ...(settings ?? {}) },
+  const path = at.basePath + h.path;
+  const client = new Client(at.origin, {
+    connect: undiciConnect(at, upstream.connect_timeout_ms),
     headersTimeout: h.timeout_ms,
     bodyTimeout: h.timeout_ms,
   });

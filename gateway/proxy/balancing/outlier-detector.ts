@@ -24,6 +24,7 @@
  * existing periodic timer); nothing here runs per request beyond the counters.
  */
 import type { BalancedEndpoint } from "./types.js";
+import type { Clock } from "../../base/clock.js";
 
 /** SPEC §16: no ejection lasts longer than this (Envoy's default `max_ejection_time`). */
 export const MAX_EJECTION_MS = 300_000;
@@ -43,7 +44,7 @@ export class OutlierDetector {
   private readonly count: number;
   private readonly enabled: boolean;
   private readonly failures: Int32Array;
-  /** When the current ejection ends (ms, `now()`'s clock); 0 while not ejected. */
+  /** When the current ejection ends (ms, monotonic ms); 0 while not ejected. */
   private readonly ejectedUntil: Float64Array;
   /** Envoy's `ejectTimeBackoff`: k of the last ejection, before the lazy decrease. */
   private readonly backoff: Int32Array;
@@ -57,13 +58,13 @@ export class OutlierDetector {
   /**
    * @param endpoints - the upstream's endpoints (only their number is used)
    * @param settings - SPEC §16 `outlier_detection`
-   * @param now - the clock, in ms; monotonic is best (`performance.now`), `Date.now` also works
+   * @param clock - its monotonic time (ejection ends)
    * @param onChange - told when endpoint `index` is ejected (`true`) or returns (`false`)
    */
   constructor(
     endpoints: readonly BalancedEndpoint[],
     private readonly settings: OutlierSettings,
-    private readonly now: () => number,
+    private readonly clock: Pick<Clock, "monotonicMs">,
     private readonly onChange?: (index: number, ejected: boolean) => void,
   ) {
     const n = endpoints.length;
@@ -96,7 +97,7 @@ export class OutlierDetector {
     this.failures[i] = 0;
     this.refresh(); // ejections that have ended no longer count against the percentage
     if (this.active > 0 && (100 * (this.active + 1)) / this.count > this.settings.maxEjectionPercent) return;
-    const now = this.now();
+    const now = this.clock.monotonicMs();
     const base = this.settings.baseEjectionMs;
     let k = this.backoff[i]!;
     const since = now - this.returnedAt[i]!; // NaN before the first ejection: no decrease
@@ -116,21 +117,21 @@ export class OutlierDetector {
   isEjected(i: number): boolean {
     const until = this.ejectedUntil[i]!;
     if (until === 0) return false;
-    if (this.now() < until) return true;
+    if (this.clock.monotonicMs() < until) return true;
     this.end(i, until);
     return false;
   }
 
   /** Ends every ejection whose time has come, calling `onChange(i, false)` for each. */
   refresh(): void {
-    const now = this.now();
+    const now = this.clock.monotonicMs();
     for (let i = 0; i < this.count; i++) {
       const until = this.ejectedUntil[i]!;
       if (until !== 0 && now >= until) this.end(i, until);
     }
   }
 
-  /** @returns when the earliest current ejection ends (ms, `now()`'s clock); Infinity if none */
+  /** @returns when the earliest current ejection ends (ms, monotonic ms); Infinity if none */
   nextUnejectionAt(): number {
     let next = Infinity;
     for (let i = 0; i < this.count; i++) {
@@ -160,7 +161,7 @@ export class OutlierDetector {
    */
   forgive(i: number): void {
     const until = this.ejectedUntil[i]!;
-    if (until !== 0) this.end(i, Math.min(until, this.now()));
+    if (until !== 0) this.end(i, Math.min(until, this.clock.monotonicMs()));
   }
 
   /** @returns how many times endpoint `i` has been ejected (for `gateway_upstream_ejections_total`) */

@@ -4,7 +4,7 @@
  * The connection always closes after it.
  */
 import { STATUS_CODES } from "node:http";
-import type { GatewayResponse } from "./responses.js";
+import type { GatewayResponse } from "../core/responses.js";
 
 /** @returns the whole response: status line, fields, `Connection: close`, body */
 export function serializeResponse(r: GatewayResponse): string {

@@ -4,19 +4,12 @@
  * limiter, the authenticators and the upstream clients survive a reload when their settings did
  * not change, so counts, cached tokens and pooled connections are not lost.
  */
-import type { Logger } from "pino";
-import { CachedIntrospection, type Authenticator } from "../auth/authenticator.js";
 import { AuthenticatorChain } from "../auth/chain.js";
-import { IntrospectionClient } from "../auth/introspection.js";
-import { JwtAuthenticator } from "../auth/jwt-authenticator.js";
-import { StaticTokenSource } from "../auth/static-source.js";
-import { TokenCache } from "../auth/token-cache.js";
-import type { IntrospectionSource } from "../auth/introspection-source.js";
+import { authenticatorsOf } from "./authenticators.js";
+import type { RuntimeDeps } from "./runtime-deps.js";
 import type { Clock } from "../base/clock.js";
 import { CorsPolicy } from "../cors/cors-policy.js";
 import type { GatewayConfig } from "../config/schema.js";
-import type { GatewayMetrics } from "../observability/metrics.js";
-import { httpCallSpan } from "../observability/tracing/request-trace.js";
 import { tracingSettings } from "../observability/tracing/settings.js";
 import { metricOutcomes } from "../observability/tracing/span-accounting.js";
 import { Tracing } from "../observability/tracing/tracing.js";
@@ -38,14 +31,7 @@ import { DeliveryQueue } from "../ratelimit/notifications/delivery-queue.js";
 import { ThresholdNotifier } from "../ratelimit/notifications/threshold-notifier.js";
 import { loadWebhooks } from "../ratelimit/notifications/webhooks.js";
 
-/** Shared dependencies (injected; no module singletons). */
-export interface RuntimeDeps {
-  clock: Clock;
-  metrics: GatewayMetrics;
-  logger: Logger;
-  /** Directory relative paths in the config resolve against. */
-  baseDir: string;
-}
+export type { RuntimeDeps } from "./runtime-deps.js";
 
 /** What the request path reads of the configuration's top-level keys, prepared once per load. */
 export interface RequestSettings {
@@ -98,45 +84,6 @@ export interface Runtime {
    * the previous configuration's when the bound is unchanged, so a reload loses no delivery.
    */
   readonly notifier: ThresholdNotifier | null;
-}
-
-/**
- * The chain of `auth`, most specific first: local JWT validation (SPEC §11) claims JWS-shaped
- * tokens, then the static file or RFC 7662 introspection, each behind its token cache, takes every
- * other token. JWT validation alone claims every token (a non-JWS one is refused as malformed).
- * Every source keeps the token members named by `rate_limits.plan_claim` and by the budgets' keys
- * (SPEC §22) in `TokenInfo.claims`.
- */
-function authenticatorsOf(config: GatewayConfig, deps: RuntimeDeps): Authenticator[] {
-  const { jwt, introspection: i, static: file } = config.auth;
-  const claim = config.rate_limits.plan_claim;
-  const valueClaims = budgetClaimsOf(config);
-  const claimNames = claim === undefined ? valueClaims : [claim, ...valueClaims];
-  const chain: Authenticator[] = [];
-  // The static file first: it may throw, and nothing holding sockets or timers exists yet.
-  let source: IntrospectionSource | undefined;
-  if (i !== undefined) {
-    source = new IntrospectionClient({
-      url: i.url,
-      clientId: i.client_id,
-      clientSecret: i.client_secret,
-      timeoutMs: i.timeout_ms,
-      metrics: deps.metrics,
-      claimNames,
-    });
-  } else if (file !== undefined) {
-    source = new StaticTokenSource(file.tokens_file, deps.baseDir, claimNames, valueClaims);
-  }
-  if (jwt !== undefined) {
-    const claimsEveryToken = source === undefined;
-    chain.push(new JwtAuthenticator({ config: jwt, claimsEveryToken, claimNames, ...deps }));
-  }
-  if (source !== undefined) {
-    const cache = new TokenCache({ source, config: (i ?? file)!.cache, ...deps });
-    const span = i === undefined ? undefined : httpCallSpan("auth.introspection", i.url);
-    chain.push(new CachedIntrospection(cache, span));
-  }
-  return chain;
 }
 
 const same = (a: unknown, b: unknown): boolean => JSON.stringify(a) === JSON.stringify(b);

@@ -41,6 +41,26 @@ function parseAddress(url: string, defaultPort: number): { host: string; port: n
 }
 
 /**
+ * The passwords the gateway sends, by one rule for `start` and `check --connect`: a standalone
+ * server's is its URL's, else `password`; a Cluster's nodes' is `password`, else the first seed
+ * URL's that has one, for every node; a Sentinel deployment's data servers' is `password`; the
+ * sentinels' is the first sentinel URL's that has one, for every sentinel.
+ * @param cfg - the validated `rate_limits.store.redis` block
+ */
+export function redisPasswords(cfg: RedisConfig): { data?: string; sentinel?: string } {
+  const first = (urls: readonly string[], port: number) =>
+    urls.map((u) => parseAddress(u, port)).find((n) => n.password !== undefined)?.password;
+  const data =
+    cfg.cluster !== undefined
+      ? (cfg.password ?? first(cfg.cluster, 6379))
+      : cfg.sentinels !== undefined
+        ? cfg.password
+        : (first([cfg.url ?? "redis://127.0.0.1:6379"], 6379) ?? cfg.password);
+  const sentinel = cfg.sentinels === undefined ? undefined : first(cfg.sentinels, 26379);
+  return { ...(data === undefined ? {} : { data }), ...(sentinel === undefined ? {} : { sentinel }) };
+}
+
+/**
  * Creates (and starts connecting) the client for `cfg`.
  * @param cfg - the validated `rate_limits.store.redis` block
  * @returns an ioredis `Redis` (standalone, Sentinel) or `Cluster`; the caller must attach an
@@ -66,11 +86,12 @@ export function openRedis(cfg: RedisConfig): RedisClient {
     // primary); the failed call itself is answered by the failover wrapper.
     reconnectOnError: (err) => err.message.startsWith("READONLY"),
   };
-  if (cfg.password !== undefined) common.password = cfg.password;
+  const passwords = redisPasswords(cfg);
+  if (passwords.data !== undefined) common.password = passwords.data;
 
   if (cfg.cluster !== undefined) {
     const nodes = cfg.cluster.map((u) => parseAddress(u, 6379));
-    const password = cfg.password ?? nodes.find((n) => n.password !== undefined)?.password;
+    const password = passwords.data;
     const { retryStrategy: _r, enableOfflineQueue: _q, ...nodeOptions } = common;
     const options: ClusterOptions = {
       enableOfflineQueue: false,
@@ -88,7 +109,7 @@ export function openRedis(cfg: RedisConfig): RedisClient {
   }
   if (cfg.sentinels !== undefined) {
     const sentinels = cfg.sentinels.map((u) => parseAddress(u, 26379));
-    const sentinelPassword = sentinels.find((s) => s.password !== undefined)?.password;
+    const sentinelPassword = passwords.sentinel;
     return new Redis({
       ...common,
       sentinels: sentinels.map(({ host, port }) => ({ host, port })),

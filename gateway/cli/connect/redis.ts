@@ -8,10 +8,14 @@
  */
 import { Redis, type RedisOptions } from "ioredis";
 import type { RedisConfig } from "../../config/schema.js";
+import { redisPasswords } from "../../ratelimit/redis-connection.js";
 import { persistenceOf, VOLATILE_QUOTAS_WARNING } from "../../ratelimit/redis-persistence.js";
 import { errorText, maskUrl, PROBE_TIMEOUT_MS, within, type ProbeResult } from "./probe.js";
 
-/** Connection settings of one server from its URL (`redis[s]://[user:password@]host[:port][/db]`). */
+/**
+ * Connection settings of one server from its URL (`redis[s]://[user:password@]host[:port][/db]`).
+ * @param password - what `start` sends to this server (`redisPasswords`), whatever the URL says
+ */
 function optionsOf(
   url: string,
   defaultPort: number,
@@ -23,11 +27,7 @@ function optionsOf(
     host: u.hostname.replace(/^\[(.*)\]$/, "$1"),
     port: u.port === "" ? defaultPort : Number(u.port),
     ...(u.username === "" ? {} : { username: decodeURIComponent(u.username) }),
-    ...(u.password !== ""
-      ? { password: decodeURIComponent(u.password) }
-      : password === undefined
-        ? {}
-        : { password }),
+    ...(password === undefined ? {} : { password }),
     ...(u.protocol === "rediss:" ? { tls: {} } : {}),
     db,
   };
@@ -115,10 +115,11 @@ async function sentinel(
   url: string,
   name: string,
   password: string | undefined,
+  sentinelPassword: string | undefined,
   calendar: boolean,
 ): Promise<ProbeResult[]> {
   let primary: string | undefined;
-  const r = await session(optionsOf(url, 26379, undefined), async (client, done) => {
+  const r = await session(optionsOf(url, 26379, sentinelPassword), async (client, done) => {
     const addr = (await client.call("SENTINEL", "get-master-addr-by-name", name)) as string[] | null;
     if (addr === null) throw new Error(`SENTINEL get-master-addr-by-name ${name}: unknown name`);
     primary = `redis://${addr[0]}:${addr[1]}`;
@@ -134,12 +135,15 @@ async function sentinel(
  * @returns one result per server tried
  */
 export async function probeRedis(cfg: RedisConfig, calendar = false): Promise<ProbeResult[]> {
+  // The passwords `start` sends (one rule, `redisPasswords`), so a probe that passes means start can.
+  const { data, sentinel: sentinelPassword } = redisPasswords(cfg);
   if (cfg.cluster !== undefined) {
-    return Promise.all(cfg.cluster.map((u) => clusterNode(u, cfg.password, calendar)));
+    return Promise.all(cfg.cluster.map((u) => clusterNode(u, data, calendar)));
   }
   if (cfg.sentinels !== undefined) {
     const name = cfg.name ?? "mymaster";
-    return (await Promise.all(cfg.sentinels.map((u) => sentinel(u, name, cfg.password, calendar)))).flat();
+    const each = cfg.sentinels.map((u) => sentinel(u, name, data, sentinelPassword, calendar));
+    return (await Promise.all(each)).flat();
   }
-  return [await standalone(cfg.url ?? "redis://127.0.0.1:6379", cfg.password, calendar)];
+  return [await standalone(cfg.url ?? "redis://127.0.0.1:6379", data, calendar)];
 }

@@ -25,6 +25,7 @@ import type { GatewayMetrics } from "../observability/metrics.js";
 import { errorOutcome, PREFLIGHT, type Outcome } from "./outcome.js";
 import { clientIp } from "../proxy/forwarded-headers.js";
 import { hashKeyOf } from "../proxy/hash-key.js";
+import { announcedTooLarge } from "../proxy/body-limit.js";
 import { admit } from "../proxy/upstream-call.js";
 import { prepareUpstreamRequest } from "./upstream-request.js";
 import { budgetKeysOf } from "../ratelimit/budgets.js";
@@ -99,8 +100,7 @@ export class Pipeline {
     scope.route = route;
     // SPEC §17: a body announced past the limit is refused from the head, never read.
     const bodyLimit = route === null ? rt.request.maxBodyBytes : route.maxBodyBytes;
-    const length = facts.headers["content-length"];
-    if (bodyLimit > 0 && typeof length === "string" && Number(length) > bodyLimit) {
+    if (announcedTooLarge(bodyLimit, facts.headers["content-length"])) {
       return this.rejectAnonymous(scope, "payload_too_large");
     }
     const className = rt.classifier.classify(scope.method, target.matchPath);

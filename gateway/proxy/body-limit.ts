@@ -1,9 +1,10 @@
 /**
- * A request body without `Content-Length` cut when it grows past its limit (SPEC §17): the bytes
- * stream through unchanged until the limit is passed, then the stream fails with
- * {@link BODY_TOO_LARGE}, which undici reports as the try's error and the exchange turns into a 413
- * (or a cut connection once the response has started). A body with a `Content-Length` above the
- * limit never gets here: the core answers 413 from its head.
+ * The request body limit (SPEC §17), both of its halves: a `Content-Length` above the limit is
+ * refused from the head ({@link announcedTooLarge}, the core's 413 before anything is read), and a
+ * body without one is cut when it grows past it ({@link limitBody}): the bytes stream through
+ * unchanged until the limit is passed, then the stream fails with {@link BODY_TOO_LARGE}, which
+ * undici reports as the try's error and the exchange turns into a 413 (or a cut connection once the
+ * response has started).
  */
 import { Transform, type Readable, type TransformCallback } from "node:stream";
 
@@ -11,6 +12,15 @@ import { Transform, type Readable, type TransformCallback } from "node:stream";
 export const BODY_TOO_LARGE: NodeJS.ErrnoException = Object.assign(new Error("request body too large"), {
   code: "EBODYTOOLARGE",
 });
+
+/**
+ * @param limit - the most bytes allowed; 0 = no limit
+ * @param contentLength - the request's `Content-Length` field, if any
+ * @returns true when the head announces a body past `limit` (never read: 413 from the head)
+ */
+export function announcedTooLarge(limit: number, contentLength: string | string[] | undefined): boolean {
+  return limit > 0 && typeof contentLength === "string" && Number(contentLength) > limit;
+}
 
 /** Counts the bytes through it and fails past `limit`. */
 class BodyLimit extends Transform {

@@ -136,9 +136,9 @@ export function createLimiter(config: GatewayConfig, deps: LimiterDeps): Limiter
     cache: {
       forget(identity) {
         limiter.forget(identity);
-        if (identity === null) return;
+        // null: which identities changed is not known (the first poll, or one too far behind).
         spentQuotas.forget(identity);
-        fallback.forgetWhere((k) => k.startsWith(`{${identity}}`));
+        fallback.forgetWhere(identity === null ? () => true : (k) => k.startsWith(`{${identity}}`));
       },
     },
     logger: deps.logger,

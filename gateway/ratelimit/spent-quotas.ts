@@ -49,10 +49,12 @@ export class SpentQuotas {
   }
 
   /**
-   * Forgets the counts seen for `identity` (its counts were reset or its limits changed, SPEC §21):
-   * its next shared reply tells them again. Walks the keys.
+   * Forgets the counts seen for `identity` (its counts were reset or its limits changed, SPEC §21),
+   * or for every identity with null (which changed is not known): its next shared reply tells them
+   * again. Walks the keys.
    */
-  forget(identity: string): void {
+  forget(identity: string | null): void {
+    if (identity === null) return this.seen.clear();
     const tag = `{${identity}}`;
     for (const k of [...this.seen.keys()]) if (k.startsWith(tag)) this.seen.delete(k);
   }

@@ -123,7 +123,12 @@ export class RequestScope implements FinishedRequest {
     this.status = status;
     this.durationMs = this.runtime.clock.monotonicMs() - this.startMs;
     if (this.call !== null) this.call.end();
-    for (const o of this.observers) o.onFinish(this);
-    this.runtime.generation.leave();
+    try {
+      for (const o of this.observers) o.onFinish(this);
+    } finally {
+      // Whatever an observer does, the request leaves its configuration, so a replaced one is
+      // still released when its last request ends.
+      this.runtime.generation.leave();
+    }
   }
 }

@@ -81,7 +81,10 @@ export class Upstream {
     const taken: number[] = [];
     this.endpoints = endpointsFor(name, cfg, addresses, pool, previous?.endpoints ?? [], taken);
     this.hashOn = cfg.balancer === "consistent_hash" ? compileHashOn(cfg.hash_on ?? "identity") : null;
-    this.balancer = this.endpoints.length > 1 ? createBalancer(cfg.balancer, this.endpoints) : null;
+    this.balancer =
+      this.endpoints.length > 1
+        ? createBalancer(cfg.balancer, this.endpoints, undefined, deps.clock.random())
+        : null;
     const o = cfg.outlier_detection;
     this.outliers =
       this.endpoints.length > 1 && o.consecutive_failures > 0

@@ -121,7 +121,7 @@ export function createLimiter(config: GatewayConfig, deps: LimiterDeps): Limiter
   const limiter = new RejectionCache({
     inner: failover,
     metrics: deps.metrics,
-    monotonicMs: () => deps.clock.monotonicMs(),
+    clock: deps.clock,
   });
   // SPEC §21: overrides and resets reach every replica by a poll of the store's change counter.
   const usage = new UsageControl({

@@ -49,7 +49,7 @@ import type { HotCount } from "../observability/hot-families.js";
 import type { GatewayMetrics } from "../observability/metrics.js";
 import type { RequestTrace } from "../observability/tracing/request-trace.js";
 import type { BudgetKeys, Decision, Limiter, LimitPolicy } from "./limiter.js";
-import { systemClock } from "../base/clock.js";
+import type { Clock } from "../base/clock.js";
 
 /** What the store said when nothing was left, kept until its Reset. */
 interface Exhausted {
@@ -73,11 +73,8 @@ interface Exhausted {
 export interface RejectionCacheOptions {
   /** The shared store (the failover wrapper around Redis). */
   inner: Limiter;
-  /**
-   * Monotonic milliseconds (elapsed time only; never the wall clock, which can step).
-   * @default performance.now
-   */
-  monotonicMs?: () => number;
+  /** The gateway's clock: its monotonic reading only (elapsed time; the wall clock can step). */
+  clock: Clock;
   metrics: Pick<GatewayMetrics, "localRejections">;
   /** Identities × classes at their limit remembered; least recently used are dropped. @default 10000 */
   maxEntries?: number;
@@ -86,7 +83,7 @@ export interface RejectionCacheOptions {
 /** A {@link Limiter} that answers calls known to be over the limit without asking the store. */
 export class RejectionCache implements Limiter {
   private readonly inner: Limiter;
-  private readonly monotonicMs: () => number;
+  private readonly clock: Clock;
   private readonly metrics: RejectionCacheOptions["metrics"];
   /**
    * By class name, identity key and budgets (`read\nsub:alice`, `read\nsub:alice\nclaim:org_id:acme`):
@@ -98,7 +95,7 @@ export class RejectionCache implements Limiter {
 
   constructor(o: RejectionCacheOptions) {
     this.inner = o.inner;
-    this.monotonicMs = o.monotonicMs ?? systemClock.monotonicMs;
+    this.clock = o.clock;
     this.metrics = o.metrics;
     this.entries = new LRUCache({ max: o.maxEntries ?? 10_000 });
   }
@@ -179,7 +176,7 @@ export class RejectionCache implements Limiter {
 
   /** The remembered answer as a decision at this moment, or null once its Reset has passed. */
   private answer(e: Exhausted): Decision | null {
-    const nowMs = Math.floor(this.monotonicMs() + e.offsetMs);
+    const nowMs = Math.floor(this.clock.monotonicMs() + e.offsetMs);
     if (nowMs >= e.untilMs) return null;
     return {
       allowed: false,
@@ -240,7 +237,7 @@ export class RejectionCache implements Limiter {
     trace: RequestTrace | null,
     budgets: BudgetKeys | null,
   ): Promise<Decision> {
-    const sentMs = this.monotonicMs();
+    const sentMs = this.clock.monotonicMs();
     let d: Decision;
     try {
       d = await (count
@@ -255,7 +252,7 @@ export class RejectionCache implements Limiter {
     } else if (!d.allowed || (count && d.remaining === 0)) {
       // A refusal, or the call that used the last unit: the next call is refused until Reset, in
       // the window this decision reports (the one with nothing left that frees last).
-      const readMs = this.monotonicMs();
+      const readMs = this.clock.monotonicMs();
       const headerMs = Math.ceil(d.resetAtMs / 1000) * 1000; // X-RateLimit-Reset
       this.entries.set(id, {
         policy,

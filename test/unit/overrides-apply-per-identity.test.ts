@@ -6,7 +6,7 @@
  * cache forgets an identity's entries (and only those) when told.
  */
 import { describe, expect, it } from "vitest";
-import { ManualClock } from "../../gateway/base/clock.js";
+import { ManualClock, systemClock } from "../../gateway/base/clock.js";
 import { MemoryStore } from "../../gateway/ratelimit/memory-store.js";
 import { Overrides, type Override } from "../../gateway/ratelimit/overrides.js";
 import { resolvePolicy } from "../../gateway/ratelimit/policy.js";
@@ -89,7 +89,11 @@ describe("Overrides.apply", () => {
 describe("RejectionCache.forget", () => {
   it("makes the identity's next call ask the store", async () => {
     const store = new MemoryStore({ clock: new ManualClock() });
-    const cache = new RejectionCache({ inner: store, metrics: createMetrics(new Registry(), "test") });
+    const cache = new RejectionCache({
+      inner: store,
+      clock: systemClock,
+      metrics: createMetrics(new Registry(), "test"),
+    });
     const one = resolvePolicy(
       "read",
       "sliding_window",

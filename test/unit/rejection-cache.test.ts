@@ -8,7 +8,7 @@
  * answers that caller only.
  */
 import { describe, expect, it } from "vitest";
-import { ManualClock } from "../../gateway/base/clock.js";
+import { ManualClock, type Clock } from "../../gateway/base/clock.js";
 import type { Decision, Limiter, LimitPolicy } from "../../gateway/ratelimit/limiter.js";
 import { MemoryStore } from "../../gateway/ratelimit/memory-store.js";
 import { RejectionCache } from "../../gateway/ratelimit/rejection-cache.js";
@@ -52,14 +52,23 @@ function countingStore(storeClock: ManualClock): Limiter & { calls: number; stor
   };
 }
 
+/** A clock whose monotonic reading is `local`'s wall reading: it moves only when the test moves it. */
+function steppedBy(local: ManualClock): Clock {
+  return { nowMs: () => local.nowMs(), monotonicMs: () => local.nowMs(), random: Math.random };
+}
+
 /** Local clock and store clock ten minutes apart, moved together. */
 function setup(maxEntries?: number) {
   const local = new ManualClock(T0);
   const remote = new ManualClock(T0 + 600_000);
   const inner = countingStore(remote);
   const { metrics, registry } = testMetrics();
-  const monotonicMs = () => local.nowMs();
-  const cache = new RejectionCache({ inner, monotonicMs, metrics, ...(maxEntries ? { maxEntries } : {}) });
+  const cache = new RejectionCache({
+    inner,
+    clock: steppedBy(local),
+    metrics,
+    ...(maxEntries ? { maxEntries } : {}),
+  });
   const advance = (ms: number) => (local.advance(ms), remote.advance(ms));
   return { local, remote, inner, cache, registry, advance };
 }
@@ -168,7 +177,7 @@ function slowStore(remoteStartMs: number, replyMs: number) {
   };
   const cache = new RejectionCache({
     inner: slow,
-    monotonicMs: () => local.nowMs(),
+    clock: steppedBy(local),
     metrics: testMetrics().metrics,
   });
   return { local, remote, cache };
@@ -253,7 +262,7 @@ describe("what is never answered locally", () => {
     };
     const cache = new RejectionCache({
       inner,
-      monotonicMs: () => local.nowMs(),
+      clock: steppedBy(local),
       metrics: testMetrics().metrics,
     });
     const p = policyOf("sliding_window", 1);

@@ -20,6 +20,8 @@ export type BalancerKind = "round_robin" | "least_request" | "consistent_hash";
  * @param endpoints - the upstream's endpoints, in configuration order; the array is kept (not
  *   copied) and read on every pick
  * @param random - uniform in [0, 1), used by `least_request` only; `Math.random` when omitted
+ * @param seed - uniform in [0, 1): the seed of `least_request`'s own generator when `random` is
+ *   omitted (the gateway passes its clock's jitter source's draw); `Math.random()` when omitted
  * @throws RangeError on an empty endpoint list or a weight that is not a positive integer (the
  *   configuration schema rejects both first; this guards programming errors)
  * @example
@@ -32,6 +34,7 @@ export function createBalancer(
   kind: BalancerKind,
   endpoints: readonly BalancedEndpoint[],
   random?: () => number,
+  seed?: number,
 ): Balancer {
   if (endpoints.length === 0) throw new RangeError("a balancer needs at least one endpoint");
   for (const e of endpoints) {
@@ -44,7 +47,7 @@ export function createBalancer(
     case "least_request":
       // Equal weights: the power of two choices; unequal: Envoy's weighted least request.
       return endpoints.every((e) => e.weight === endpoints[0]!.weight)
-        ? new LeastRequest(endpoints, random)
+        ? new LeastRequest(endpoints, random, seed)
         : new WeightedLeastRequest(endpoints);
     case "consistent_hash":
       return new RendezvousHash(endpoints);

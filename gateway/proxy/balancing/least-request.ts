@@ -24,17 +24,19 @@ export class LeastRequest implements Balancer {
 
   /**
    * @param endpoints - the upstream's endpoints (read on every pick, never changed here)
+   * @param seed - uniform in [0, 1): the generator's seed (the gateway's clock's jitter source)
    * @param random - uniform in [0, 1); injected so tests can steer the samples. Without it the
    *   samples come from Marsaglia's xorshift32 ("Xorshift RNGs", J. Stat. Softw. 8(14), 2003,
-   *   shifts 13, 17, 5) seeded once from `Math.random`: each `Math.random()` call allocates a
+   *   shifts 13, 17, 5) seeded once from `seed`: each `Math.random()` call allocates a
    *   16-byte heap number in V8 (measured on Node 20), and a pick must allocate nothing.
    */
   constructor(
     private readonly endpoints: readonly BalancedEndpoint[],
     private readonly random?: () => number,
+    seed: number = Math.random(),
   ) {
     this.candidates = new Int32Array(endpoints.length);
-    this.state[0] = Math.floor(Math.random() * 0xffffffff) + 1;
+    this.state[0] = Math.floor(seed * 0xffffffff) + 1;
   }
 
   /** @inheritDoc Balancer.pick */

@@ -61,8 +61,6 @@ export interface DeliveryQueueOptions {
   maxDelayMs?: number;
   /** POSTs in flight at once. @default 8 */
   concurrency?: number;
-  /** Uniform in [0, 1): the jitter's source. @default Math.random */
-  random?: () => number;
 }
 
 /** The queue of one gateway, kept across reloads (each configuration's notifier feeds it). */
@@ -77,7 +75,6 @@ export class DeliveryQueue {
   private readonly baseDelayMs: number;
   private readonly maxDelayMs: number;
   private readonly concurrency: number;
-  private readonly random: () => number;
   private readonly pump = (): void => this.drain();
 
   constructor(private readonly options: DeliveryQueueOptions) {
@@ -85,7 +82,6 @@ export class DeliveryQueue {
     this.baseDelayMs = options.baseDelayMs ?? 1000;
     this.maxDelayMs = options.maxDelayMs ?? 60_000;
     this.concurrency = options.concurrency ?? 8;
-    this.random = options.random ?? Math.random;
   }
 
   /** The queue's bound. */
@@ -184,7 +180,7 @@ export class DeliveryQueue {
           this.ready.push(p);
           this.drain();
         },
-        delay / 2 + (this.random() * delay) / 2,
+        delay / 2 + (this.options.clock.random() * delay) / 2,
       );
       t.unref();
       this.timers.add(t);

@@ -9,7 +9,7 @@ import type { ServerResponse, Server } from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ERROR_CATALOG } from "../../gateway/base/error-catalog.js";
 import { createLogger } from "../../gateway/observability/logger.js";
-import { startGateway, testConfig, type TestGateway } from "../helpers/gateway.js";
+import { startGateway, testConfig, TOKENS_FILE, type TestGateway } from "../helpers/gateway.js";
 import { closeServer, listen, rawRequest, request } from "../helpers/http.js";
 import { logLines, type LogLine } from "../helpers/log-lines.js";
 import { ROOT, sectionOf } from "../helpers/manual.js";
@@ -68,7 +68,7 @@ beforeAll(async () => {
       ],
       auth: {
         realm: "api",
-        static: { tokens_file: testConfigTokens() },
+        static: { tokens_file: TOKENS_FILE },
         guard: { windows: [{ limit: 1, window_s: 3600 }] },
       },
       rate_limits: {
@@ -92,10 +92,6 @@ afterAll(async () => {
   await closeServer(upstream.server);
   await closeServer(holding.server);
 });
-
-function testConfigTokens(): string {
-  return (testConfig("http://x").auth as { static: { tokens_file: string } }).static.tokens_file;
-}
 
 /** The `error` of the access line of the request sent with `reqId`. */
 async function errorOf(reqId: string): Promise<string> {

@@ -4,7 +4,8 @@
  * `max(min_retries, ratio × tries in flight)`, where tries in flight count every attempt, retries
  * included, and a retry is in flight from its decision (its backoff included) to its end. The
  * counts are the upstream's {@link InFlightLedger}; the try whose failure asks for the retry is
- * never among them (it has ended, whether it failed or answered a retryable status).
+ * counted as ended: a failed try has left the ledger, and a try that answered a retryable status
+ * (still in the ledger while its head is read) is passed as `ending` and discounted.
  */
 import type { Counter } from "prom-client";
 import type { UpstreamConfig } from "../config/upstream-schema.js";

@@ -119,17 +119,16 @@ export class UpstreamCall {
     if (retry !== null && !IDEMPOTENT_METHODS.has(method) && headers["idempotency-key"] === undefined) {
       retry = route.connectRetry;
     }
-    let request: PlainRequest;
     if (retry !== null && hasBody) {
       const n = typeof length === "string" ? Number(length) : NaN;
       if (n <= REPLAY_MAX_BYTES) {
-        request = plainRequest(method, target, body, null, null, retry, route);
-        return this.replayable(request, n, res, context, hooks, writer, trace);
+        const kept = { method, target, body, n, retry, route };
+        return this.replayable(kept, res, context, hooks, writer, trace);
       }
       retry = null;
     }
-    request = plainRequest(method, target, body, upload, null, retry, route);
-    return new PlainExchange(this.upstream, request, res, context, hooks, writer, trace).start();
+    const request = plainRequest(method, target, body, upload, null, retry, route);
+    return this.send(request, res, context, hooks, writer, trace);
   }
 
   /**
@@ -166,19 +165,38 @@ export class UpstreamCall {
     this.upstream.ledger.callEnded();
   }
 
-  /** Reads a body kept for replay, then sends (nothing when the client left while sending it). */
+  /** Reads a body kept for replay whole, then sends; null when the client left while sending it. */
   private async replayable<C, R extends ResponseTarget>(
-    kept: PlainRequest,
-    length: number,
+    kept: {
+      method: string;
+      target: CallTarget;
+      body: ProxyRequest;
+      n: number;
+      retry: RetryPolicy;
+      route: CallRoute;
+    },
     res: R,
     context: C,
     hooks: ExchangeHooks<C>,
     writer: HeadWriter<R>,
     trace: RequestTrace | null,
   ): Promise<ExchangeResult<C> | null> {
-    const replay = await readWhole(kept.body, length);
+    const replay = await readWhole(kept.body, kept.n);
     if (replay === null) return null;
-    const request = { ...kept, replay };
+    const { method, target, body, retry, route } = kept;
+    const request = plainRequest(method, target, body, null, replay, retry, route);
+    return this.send(request, res, context, hooks, writer, trace);
+  }
+
+  /** Runs the plain exchange of `request`. */
+  private send<C, R extends ResponseTarget>(
+    request: PlainRequest,
+    res: R,
+    context: C,
+    hooks: ExchangeHooks<C>,
+    writer: HeadWriter<R>,
+    trace: RequestTrace | null,
+  ): Promise<ExchangeResult<C>> {
     return new PlainExchange(this.upstream, request, res, context, hooks, writer, trace).start();
   }
 }

@@ -11,7 +11,7 @@
  * length, never to a limit (SPEC §10), so raising a limit credits the caller at once.
  */
 import type { GatewayConfig } from "../config/schema.js";
-import { resolvePolicy, windowsOf, type ResolvedPolicy } from "./policy.js";
+import { resolvePolicy, windowsOf, type PolicyExtras, type ResolvedPolicy } from "./policy.js";
 
 /** The windows of one class as the file spells them (`{ limit, window_s }` or `{ limit, period }`). */
 export type WindowsInput = GatewayConfig["rate_limits"]["anonymous"]["windows"];
@@ -104,12 +104,26 @@ export class Overrides {
         policy.identity,
         policy.ietfPolicy !== null,
         policy.plan,
-        { budgets: policy.budgets, cost: policy.cost, charge: policy.charge },
+        extrasOf(policy),
       );
       e.compiled.set(policy, p);
     }
     return p;
   }
+}
+
+/**
+ * What `policy` adds to its windows, whole: the policy an override makes keeps its budgets, cost,
+ * charge, thresholds and top callers (SPEC §21, §22), only its windows change.
+ */
+function extrasOf(policy: ResolvedPolicy): PolicyExtras {
+  return {
+    budgets: policy.budgets,
+    cost: policy.cost,
+    charge: policy.charge,
+    ...(policy.thresholds === undefined ? {} : { thresholds: policy.thresholds }),
+    ...(policy.topCallers === undefined ? {} : { topCallers: policy.topCallers }),
+  };
 }
 
 function entry(o: Override): Entry {

@@ -33,6 +33,35 @@ const alice: Override = {
 };
 
 describe("Overrides.apply", () => {
+  it("keeps everything but the windows: budgets, cost, charge, thresholds and top callers", () => {
+    const full = resolvePolicy(
+      "read",
+      "sliding_log",
+      "enforce",
+      [{ limit: 2, windowS: 60 }],
+      "subject",
+      false,
+      "pro",
+      {
+        cost: 3,
+        charge: { header: "x-units", max: 10 },
+        thresholds: [0.8, 1],
+        topCallers: true,
+      },
+    );
+    const o = new Overrides();
+    o.set(alice);
+    const p = o.apply(full, "sub:alice", new ManualClock(), 0);
+    expect(p.windows).toEqual([{ limit: 9, windowS: 60 }]);
+    expect(p).toMatchObject({
+      budgets: full.budgets,
+      cost: 3,
+      charge: { header: "x-units", max: 10 },
+      thresholds: [0.8, 1],
+      topCallers: true,
+    });
+  });
+
   it("replaces the windows of the named classes for that identity only", () => {
     const o = new Overrides();
     const clock = new ManualClock();

@@ -26,8 +26,11 @@ export interface DecidedWindow {
 
 /** Crossings and top callers of one memory store. */
 export class MemoryUsageOps {
-  /** Per window key: the period last notified and a bit per threshold position. */
-  private readonly notified: LRUCache<string, { startMs: number; mask: number }>;
+  /**
+   * Per window key, per threshold (the fraction itself, as the Redis script's `n0.8` field, so a
+   * reload that changes the list keeps every mark): the start of the period notified.
+   */
+  private readonly notified: LRUCache<string, Map<number, number>>;
   readonly tops: MemoryTopCallers;
   private readonly bounds: PeriodBounds = { startMs: 0, endMs: 0 };
 
@@ -64,13 +67,10 @@ export class MemoryUsageOps {
         const u = thresholdUnits(thresholds[k]!, w.limit);
         const hit = admitted ? w.used - added < u && u <= w.used : count && !w.fits && thresholds[k] === 1;
         if (!hit) continue;
-        let n = this.notified.get(w.key);
-        if (n === undefined || n.startMs !== b.startMs) {
-          n = { startMs: b.startMs, mask: 0 };
-          this.notified.set(w.key, n);
-        }
-        if ((n.mask & (1 << k)) !== 0) continue;
-        n.mask |= 1 << k;
+        let marks = this.notified.get(w.key);
+        if (marks === undefined) this.notified.set(w.key, (marks = new Map()));
+        if (marks.get(thresholds[k]!) === b.startMs) continue;
+        marks.set(thresholds[k]!, b.startMs);
         (out ??= []).push({ windowIndex: w.index, threshold: thresholds[k]!, used: w.used });
       }
     }

@@ -121,3 +121,20 @@ it("reports nothing without thresholds, and a charge crosses like a count", asyn
   expect(d.crossings).toEqual([{ windowIndex: 1, threshold: 0.8, used: 9 }]);
   expect((await two.charge("sub:dan", read, 1)).crossings).toBeUndefined();
 });
+
+it("marks a notified crossing by its fraction, so a reload that changes the list keeps the marks (memory store)", async () => {
+  const memory = new MemoryStore({ clock: systemClock });
+  const before = policy(1, [0.8, 1]);
+  expect(await run([memory], "sub:ed", before, 8)).toEqual({
+    8: [{ windowIndex: 1, threshold: 0.8, used: 8 }],
+  });
+  // A reload adds 0.5 in front and an override doubles the month: 0.5 of 20 is crossed at 10.
+  const after: LimitPolicy = {
+    ...before,
+    windows: [before.windows[0]!, { limit: 20, period: "month", offsetMs: 0 }],
+    thresholds: [0.5, 0.8, 1],
+  };
+  expect(await run([memory], "sub:ed", after, 2)).toEqual({
+    2: [{ windowIndex: 1, threshold: 0.5, used: 10 }],
+  });
+});

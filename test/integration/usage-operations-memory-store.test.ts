@@ -142,6 +142,24 @@ describe("usage, overrides and resets", () => {
     expect((await admin("/overrides/sub:alice", { method: "DELETE" })).status).toBe(200);
     expect((await admin("/overrides/sub:alice")).status).toBe(404);
     expect((await api("/v1/x", "valid-token", "POST")).status).toBe(429);
+    // SPEC §21: each change audited with what it was and became.
+    const override = {
+      identity: "sub:alice",
+      classes: { write: [{ limit: 5, window_s: 10 }] },
+      expires_at: null,
+    };
+    const audited = (action: string) => logs.lines.find((l) => l.audit === true && l.action === action);
+    expect(audited("override_put")).toMatchObject({
+      level: "info",
+      identity: "sub:alice",
+      before: null,
+      after: override,
+    });
+    expect(audited("override_delete")).toMatchObject({
+      identity: "sub:alice",
+      before: override,
+      after: null,
+    });
   });
 
   it("resets one class or every class, audited and counted", async () => {

@@ -28,15 +28,18 @@ export interface DecidedWindow {
 export class MemoryUsageOps {
   /**
    * Per window key, per threshold (the fraction itself, as the Redis script's `n0.8` field, so a
-   * reload that changes the list keeps every mark): the start of the period notified.
+   * reload that changes the list keeps every mark): the start of the period notified. Made at the
+   * first crossing (lru-cache sizes its arrays for `max` up front: nothing for a store, such as
+   * the fallback behind Redis, that never notifies).
    */
-  private readonly notified: LRUCache<string, Map<number, number>>;
+  private notified: LRUCache<string, Map<number, number>> | null = null;
+  private readonly maxKeys: number;
   readonly tops: MemoryTopCallers;
   private readonly bounds: PeriodBounds = { startMs: 0, endMs: 0 };
 
   /** @param maxKeys - the memory store's bound, applied to each structure */
   constructor(maxKeys: number) {
-    this.notified = new LRUCache({ max: maxKeys });
+    this.maxKeys = maxKeys;
     this.tops = new MemoryTopCallers(maxKeys);
   }
 
@@ -67,8 +70,9 @@ export class MemoryUsageOps {
         const u = thresholdUnits(thresholds[k]!, w.limit);
         const hit = admitted ? w.used - added < u && u <= w.used : count && !w.fits && thresholds[k] === 1;
         if (!hit) continue;
-        let marks = this.notified.get(w.key);
-        if (marks === undefined) this.notified.set(w.key, (marks = new Map()));
+        const notified = (this.notified ??= new LRUCache({ max: this.maxKeys }));
+        let marks = notified.get(w.key);
+        if (marks === undefined) notified.set(w.key, (marks = new Map()));
         if (marks.get(thresholds[k]!) === b.startMs) continue;
         marks.set(thresholds[k]!, b.startMs);
         (out ??= []).push({ windowIndex: w.index, threshold: thresholds[k]!, used: w.used });
@@ -83,12 +87,12 @@ export class MemoryUsageOps {
    * window hashes) and its place in the top sets of `classes`.
    */
   forget(identity: string, keys: readonly string[], classes: readonly string[]): void {
-    for (const k of keys) this.notified.delete(k);
+    if (this.notified !== null) for (const k of keys) this.notified.delete(k);
     this.tops.forget(identity, classes);
   }
 
   clear(): void {
-    this.notified.clear();
+    this.notified?.clear();
     this.tops.clear();
   }
 }

@@ -24,17 +24,11 @@ export interface AdminOptions {
    * hand-over to a worker. Without it those paths answer 404.
    */
   usage?: (call: AdminCall) => Promise<AdminAnswer>;
-  /**
-   * Extra routes, tried first: each handles its path and returns true, else false (a test's own
-   * `/usage/top` check, `GatewayOptions.authorizeAdmin`).
-   */
-  routes?: readonly ((req: http.IncomingMessage, res: http.ServerResponse) => boolean)[];
 }
 
 /** Creates (does not bind) the admin server. */
-export function createAdminServer({ registry, ready, upstreams, usage, routes = [] }: AdminOptions): Server {
+export function createAdminServer({ registry, ready, upstreams, usage }: AdminOptions): Server {
   return http.createServer((req, res) => {
-    for (const route of routes) if (route(req, res)) return;
     const path = (req.url ?? "/").split("?")[0]!;
     if (usage !== undefined && isUsagePath(path)) return usageCall(req, res, usage);
     if (req.method !== "GET" && req.method !== "HEAD")

@@ -2,7 +2,7 @@
  * A gateway instance: the API listener, the admin listener, its registry and its runtime.
  * Many instances can live in one process (tests): nothing here is a module singleton.
  */
-import type { IncomingMessage, Server } from "node:http";
+import type { Server } from "node:http";
 import type https from "node:https";
 import type { AddressInfo } from "node:net";
 import type { Logger } from "pino";
@@ -10,7 +10,6 @@ import { Registry } from "prom-client";
 import { createAdminServer } from "./admin.js";
 import { endpointStates, upstreamLoads } from "../core/upstream-gauges.js";
 import { UsageAdmin, type AdminAnswer, type AdminCall } from "./usage-admin.js";
-import { checkedTopRoutes } from "./usage-top.js";
 import { HttpDrain } from "./http-drain.js";
 import { listenOn } from "./listen.js";
 import { systemClock, type Clock } from "../base/clock.js";
@@ -52,12 +51,6 @@ export interface GatewayOptions {
    * probes once for the group and sends the results ({@link Gateway.applyHealth}). @default true
    */
   healthChecks?: boolean;
-  /**
-   * A test's own admin check of `/usage/top` (SPEC §21), answered before the usage handler: true
-   * lets the request through. Absent: `/usage/top` is the usage handler's, behind
-   * `admin.token_file`'s token like every `/usage` path.
-   */
-  authorizeAdmin?: (req: IncomingMessage) => boolean;
 }
 
 /** A configuration built and checked, not yet serving (SPEC §15: applied by every worker or none). */
@@ -176,7 +169,6 @@ export function createGateway(loaded: LoadedConfig, options: GatewayOptions = {}
     ready: () => runtime.limiter.ready(),
     upstreams: async () => gateway.upstreams(),
     usage: (call) => usageAdmin.handle(call),
-    routes: checkedTopRoutes(options.authorizeAdmin, () => runtime), // a test's own /usage/top check
   });
   const withAdmin = options.admin ?? true;
 

@@ -1,18 +1,16 @@
 /**
  * `GET /usage/top?class=<c>&period=<p>&n=<N>` (SPEC §21): the N identities with the most calls in
  * the current period of a class's calendar window, exact (the limiter's own counts,
- * `ratelimit/top-callers.ts`). Admin listener only, behind the admin token: the route takes an
- * `authorize` predicate from whoever owns `admin.token_file`; without one the path answers 404, as
- * every `/usage` path does without a token file.
+ * `ratelimit/top-callers.ts`). Admin listener only: the usage handler (`usage-admin.ts`) answers it
+ * behind `admin.token_file`'s token like every `/usage` path (404 without a token file, 401 without
+ * the token), and this module computes the answer.
  *
  * Answers: 200 `{"class":"read","period":"month","top":[{"identity":"sub:alice","used":9000}]}`;
  * 400 naming the parameter (unknown class, a period the class has no calendar window of, an `n`
- * not an integer from 1 to 100); 401 when `authorize` refuses; 503 when the store cannot answer.
+ * not an integer from 1 to 100); 503 when the store cannot answer.
  */
-import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Period } from "../config/calendar-periods.js";
 import type { GatewayConfig } from "../config/schema.js";
-import type { Runtime } from "../core/runtime.js";
 import { MAX_TOP, type TopCallersReader } from "../ratelimit/top-callers.js";
 
 /** The path of the route. */
@@ -79,67 +77,10 @@ export async function topCallers(
   }
 }
 
-/** Options of {@link usageTopRoute}. */
-export interface UsageTopRouteOptions {
-  /** The store's top callers and the configuration's periods, of the configuration in force. */
-  current(): { reader: TopCallersReader; periods: ReadonlyMap<string, ReadonlySet<Period>> };
-  /** The admin token check (SPEC §21); absent: the route answers 404. */
-  authorize?: ((req: IncomingMessage) => boolean) | undefined;
-}
-
-/**
- * The admin listener's hook: handles `GET /usage/top` and returns true, or returns false for any
- * other path.
- */
-export function usageTopRoute({
-  current,
-  authorize,
-}: UsageTopRouteOptions): (req: IncomingMessage, res: ServerResponse) => boolean {
-  return function usageTop(req, res) {
-    const url = new URL(req.url ?? "/", "http://admin");
-    if (url.pathname !== USAGE_TOP_PATH) return false;
-    if (authorize === undefined) send(res, { status: 404, body: errorBody(404, "Not found") });
-    else if (req.method !== "GET") send(res, { status: 405, body: errorBody(405, "Method not allowed") });
-    else if (!authorize(req)) send(res, { status: 401, body: errorBody(401, "Authentication required") });
-    else {
-      const { reader, periods } = current();
-      void topCallers(reader, periods, url.searchParams).then((a) => send(res, a));
-    }
-    return true;
-  };
-}
-
 function problem(status: number, message: string): JsonAnswer {
   return { status, body: errorBody(status, message) };
 }
 
 function errorBody(code: number, message: string): unknown {
   return { error: { code, message } };
-}
-
-function send(res: ServerResponse, a: JsonAnswer): void {
-  const text = JSON.stringify(a.body);
-  res.writeHead(a.status, {
-    "content-type": "application/json; charset=utf-8",
-    "content-length": Buffer.byteLength(text),
-  });
-  res.end(text);
-}
-
-/**
- * `/usage/top` behind a check of the caller's own (`GatewayOptions.authorizeAdmin`, tests), answered
- * before the usage handler; none without one: then `/usage/top` is the usage handler's, behind
- * `admin.token_file`'s token like every `/usage` path (`usage-admin.ts`).
- * @param runtime - the configuration in force
- */
-export function checkedTopRoutes(
-  authorize: ((req: IncomingMessage) => boolean) | undefined,
-  runtime: () => Pick<Runtime, "limiter" | "config">,
-): ((req: IncomingMessage, res: ServerResponse) => boolean)[] {
-  if (authorize === undefined) return [];
-  const current = () => ({
-    reader: runtime().limiter.top,
-    periods: calendarPeriodsByClass(runtime().config),
-  });
-  return [usageTopRoute({ current, authorize })];
 }

@@ -8,7 +8,7 @@ import pino, { type Logger } from "pino";
 import { stringify } from "yaml";
 import type { Clock } from "../../gateway/base/clock.js";
 import { parseConfig } from "../../gateway/config/load.js";
-import { createGateway, type Gateway, type GatewayOptions } from "../../gateway/server/server.js";
+import { createGateway, type Gateway } from "../../gateway/server/server.js";
 
 /** Directory of test fixtures. */
 export const FIXTURES = fileURLToPath(new URL("../fixtures/", import.meta.url));
@@ -62,18 +62,16 @@ export function testConfig(
 
 /**
  * @param config - a config object (see {@link testConfig})
- * @param options - clock and logger overrides; `authorizeAdmin`: the admin token check of
- *   `/usage/top` (`GatewayOptions.authorizeAdmin`)
+ * @param options - clock and logger overrides
  */
 export async function startGateway(
   config: Record<string, unknown>,
-  options: { clock?: Clock; logger?: Logger; authorizeAdmin?: GatewayOptions["authorizeAdmin"] } = {},
+  options: { clock?: Clock; logger?: Logger } = {},
 ): Promise<TestGateway> {
   const loaded = { config: parseConfig(stringify(config), "test"), baseDir: FIXTURES };
   const gateway = createGateway(loaded, {
     clock: options.clock,
     logger: options.logger ?? pino({ level: "silent" }),
-    ...(options.authorizeAdmin === undefined ? {} : { authorizeAdmin: options.authorizeAdmin }),
   });
   const { apiPort, adminPort, decisionPort } = await gateway.listen();
   return {

@@ -74,8 +74,16 @@ let b: TestGateway;
 let c: TestGateway;
 const keepAlive = agent();
 
-function config(prefix: string, url: string, limit: number, extra: Record<string, unknown> = {}) {
+/** @param admin - with `admin.token_file` (usage operations on: `/usage/top` behind its token) */
+function config(
+  prefix: string,
+  url: string,
+  limit: number,
+  extra: Record<string, unknown> = {},
+  admin = true,
+) {
   return testConfig(upstream.url, {
+    ...(admin ? { admin: { host: "127.0.0.1", port: 0, token_file: path.join(dir, "admin-token") } } : {}),
     rate_limits: {
       store: { redis: { url: redis.url, key_prefix: prefix, command_timeout_ms: 5000 } },
       classes: {
@@ -98,15 +106,15 @@ function config(prefix: string, url: string, limit: number, extra: Record<string
 beforeAll(async () => {
   dir = mkdtempSync(path.join(tmpdir(), "webhooks-"));
   writeFileSync(path.join(dir, "secret"), `${SECRET}\n`);
+  writeFileSync(path.join(dir, "admin-token"), `${ADMIN.slice("Bearer ".length)}\n`);
   redis = await RedisServer.start();
   upstream = await listen((_req, res) => res.end("ok"));
   receiver = await startReceiver();
   hanging = await startReceiver();
   hanging.answer = () => null;
-  const authorizeAdmin = (req: { headers: IncomingHttpHeaders }) => req.headers.authorization === ADMIN;
-  a = await startGateway(config("hooks", receiver.url, 10), { authorizeAdmin });
-  b = await startGateway(config("hooks", receiver.url, 10), { authorizeAdmin });
-  c = await startGateway(config("hooks-full", hanging.url, 4, { queue_size: 1 }));
+  a = await startGateway(config("hooks", receiver.url, 10));
+  b = await startGateway(config("hooks", receiver.url, 10));
+  c = await startGateway(config("hooks-full", hanging.url, 4, { queue_size: 1 }, false));
 });
 
 afterAll(async () => {

@@ -23,6 +23,13 @@
  *   dd  d's configuration asked on its decision listener (SPEC §23) instead of proxied: wrk GETs
  *       `/decide/v1/user` (Envoy's ext_authz convention), the gateway answers 200 with the headers,
  *       nothing goes upstream; a cached token, one EVALSHA per decision; paired with d
+ *   db  d with a budget shared by an organisation (SPEC §22, `claim:org_id`; the token carries the
+ *       claim): every call counts in its own window and the organisation's, in the one EVALSHA
+ *   dc  d with `cost: 2` on the read class (SPEC §22): every call spends 2 units
+ *   du  d with usage bookkeeping (SPEC §21): a calendar window (`period: month`, which top callers
+ *       and thresholds are kept for) beside the class's window, `top_callers` on and a webhook with
+ *       thresholds 0.8 and 1.0
+ *       (db, dc, du: limits never reached; each paired with d round by round, issue 41's feature cells)
  *
  * then the cache-churn runs (10k tokens and identities) and the cold-token runs (every token new):
  * opaque tokens introspected by oidc-provider, and JWTs from the same provider validated locally. Servers run on core 0; wrk and redis-server (which stands for its
@@ -272,6 +279,10 @@ async function main(): Promise<number> {
     // dl: an opaque token as long as the IdP's JWT (its length when the IdP is up), in the tokens file.
     const longToken = longOpaqueToken(typeof auth === "string" ? JWT_LENGTH : auth.warmJwt.length);
     const warmTokens = writeWarmTokens(dir, TOKEN, longToken);
+    // db: the same token carrying `org_id`; du: its webhook's signing secret.
+    const orgTokens = writeWarmTokens(dir, TOKEN, longToken, "bench-org");
+    const webhookSecret = path.join(dir, "webhook-secret");
+    writeFileSync(webhookSecret, "bench-secret\n");
     const sink = keep(await startCollectorSink());
     const traced = (sampleRatio: number, keyPrefix: string): GatewayVariant => ({
       tokensFile: warmTokens,
@@ -324,6 +335,25 @@ async function main(): Promise<number> {
         redisUrl: redis.url,
         keyPrefix: "bdd",
         decision: true,
+      }),
+      db: await tryGateway("db-redis-org-budget", dir, upstream, {
+        tokensFile: orgTokens,
+        redisUrl: redis.url,
+        keyPrefix: "bdb",
+        orgBudget: true,
+      }),
+      dc: await tryGateway("dc-redis-cost-2", dir, upstream, {
+        tokensFile: warmTokens,
+        redisUrl: redis.url,
+        keyPrefix: "bdc",
+        cost: 2,
+      }),
+      du: await tryGateway("du-redis-usage-ops", dir, upstream, {
+        tokensFile: warmTokens,
+        redisUrl: redis.url,
+        keyPrefix: "bdu",
+        secondWindow: "calendar",
+        usageOps: { secretFile: webhookSecret },
       }),
       t1: await tryGateway("t1-redis-tracing-0.01", dir, upstream, traced(0.01, "bt1")),
       t100: await tryGateway("t100-redis-tracing-1.0", dir, upstream, traced(1, "bt100")),
@@ -494,6 +524,15 @@ async function main(): Promise<number> {
       true,
     );
     gwCell("dd", "gateway, Redis store, decision listener (nothing proxied)", false, "read", true);
+    gwCell("db", "gateway, Redis store, an organisation budget (claim:org_id)", false, "read", true);
+    gwCell("dc", "gateway, Redis store, cost: 2 on the read class", false, "read", true);
+    gwCell(
+      "du",
+      "gateway, Redis store, usage bookkeeping (calendar window, top_callers, threshold webhook)",
+      false,
+      "read",
+      true,
+    );
     gwCell("t1", "gateway, Redis store, tracing sample_ratio 0.01", false, "read", true);
     gwCell("t100", "gateway, Redis store, tracing sample_ratio 1.0", false, "read", true);
     gwCell("u1", "gateway, Redis store, unpinned (both cores)", false, "read", true);

@@ -256,6 +256,11 @@ export interface GatewayVariant {
    * in its own window and the organisation's, in the same one script call.
    */
   orgBudget?: boolean;
+  /**
+   * The `read` class's `cost` (SPEC §22): units a call spends in every window it counts in (the
+   * limits are {@link HUGE}, never reached); the class's default of 1 when unset.
+   */
+  cost?: number;
   /** `workers` (SPEC §15); the bench measures the whole process group's CPU. */
   workers?: number;
   /** `taskset -c` list of the gateway's process (default the server core; "0,1" unpins it). */
@@ -323,6 +328,7 @@ export function gatewayConfig(
     ...(v.orgBudget === true
       ? { budgets: [{ key: "claim:org_id", windows: [{ limit: HUGE, window_s: 3600 }] }] }
       : {}),
+    ...(v.cost === undefined ? {} : { cost: v.cost }),
   };
   classes.write = {
     match: { methods: ["POST", "PUT", "PATCH", "DELETE"] },

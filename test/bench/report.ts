@@ -209,6 +209,7 @@ const INSIDE_SCRIPTS = new Set([
   "hincrby",
   "pexpire",
   "expire",
+  "pexpireat",
   "pttl",
   "zadd",
   "zcard",

@@ -4,20 +4,12 @@
  */
 import { isPinned } from "./procs.js";
 import { hasNginx } from "./nginx-upstream.js";
-import {
-  countersTable,
-  fmt,
-  mainTable,
-  med,
-  median,
-  pairedRatios,
-  pairedTable,
-  ratioTable,
-  type Row,
-} from "./report.js";
+import { countersTable, fmt, mainTable, median, pairedTable, ratioTable, type Row } from "./report.js";
 import { machine } from "./targets.js";
 import type { OpenLoopSection } from "./open-loop-runs.js";
 import { readmeSection } from "./readme-table.js";
+import { runtimeLines } from "./runtimes-report.js";
+import { issue41Lines, olderTargetLines } from "./targets-report.js";
 
 /** The run's settings and the sections measured outside the main rounds. */
 export interface ReportContext {
@@ -65,6 +57,11 @@ export function report(rows: Row[], extra: Row[], ctx: ReportContext): string {
       ["d", "dj"],
       ["dl", "dj"],
       ["d", "dl"],
+      // Issue 41's feature cells (dd answers a decision: another call shape).
+      ["d", "db"],
+      ["d", "dc"],
+      ["d", "du"],
+      ["d", "dd"],
       // BENCH_NODES: each runtime's gateways against this one's (variants.ts).
       ...rows.filter((r) => /^[cd]@/.test(r.id)).map((r) => [r.id.slice(0, 1), r.id] as const),
     ]),
@@ -91,43 +88,11 @@ export function report(rows: Row[], extra: Row[], ctx: ReportContext): string {
       ctx.overLimitRps,
     ),
     ...workersLines(rows.find((r) => r.id === "w2")),
-    ...targetLines(rows, extra),
+    ...runtimeLines(rows),
+    ...issue41Lines(rows, extra, ctx.openLoop.summaries),
+    ...olderTargetLines(rows, extra),
   ];
   return lines.join("\n") + "\n";
-}
-
-/** Median req/s of row `id`, NaN when it did not run. */
-function rps(rows: readonly Row[], id: string): number {
-  const r = rows.find((x) => x.id === id);
-  return r === undefined || r.samples.length === 0 ? NaN : med(r.samples, (s) => s.rps);
-}
-
-/** Median over rounds of `alt`'s req/s over `base`'s in the same round (paired), NaN if missing. */
-function paired(rows: readonly Row[], base: string, alt: string): number {
-  return median(pairedRatios(rows, base, alt, (s) => s.rps));
-}
-
-/** One line per issue target read from this run (issues 14 and 17). */
-function targetLines(rows: readonly Row[], extra: readonly Row[]): string[] {
-  const checks: [string, number, number][] = [
-    ["gateway on Redis (d) ≥ 1.1× bare http-proxy 1.18 (h)", rps(rows, "d") / rps(rows, "h"), 1.1],
-    ["gateway on Redis (d) ≥ 1.3× the Fastify peer (fy)", rps(rows, "d") / rps(rows, "fy"), 1.3],
-    ["gateway, memory store (c) ≥ 1.3× bare http-proxy 1.18 (h)", rps(rows, "c") / rps(rows, "h"), 1.3],
-    ["warm JWT within 3 % of the warm token cache (dj/d, paired)", paired(rows, "d", "dj"), 0.97],
-    [
-      "warm JWT within 3 % of a warm opaque token of the same length (dj/dl, paired)",
-      paired(rows, "dl", "dj"),
-      0.97,
-    ],
-    ["tracing at sample_ratio 0.01 within 3 % of tracing off (t1/d, paired)", paired(rows, "d", "t1"), 0.97],
-    ["cold JWTs ≥ 5× cold introspection (cold-jwt/cold)", rps(extra, "cold-jwt") / rps(extra, "cold"), 5],
-  ];
-  const out = ["Targets read from this run:", ""];
-  for (const [what, value, target] of checks) {
-    if (!Number.isFinite(value)) continue;
-    out.push(`- ${what}: ${fmt(value, 3)} (${value >= target ? "met" : "missed"})`);
-  }
-  return out.length > 2 ? [...out, ""] : [];
 }
 
 /** Tracing against tracing off (d), paired per round; the 1.0 cell's cost per request. */

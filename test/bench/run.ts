@@ -203,6 +203,17 @@ function overLimitCheck(r: Awaited<ReturnType<typeof get>>): string | null {
   return null;
 }
 
+/** As {@link gatewayCheck}, and the units spent so far (limit − remaining) are a multiple of `cost`. */
+function costCheck(cost: number) {
+  const base = gatewayCheck(false, "read");
+  return (r: Awaited<ReturnType<typeof get>>): string | null => {
+    const spent = Number(r.headers["x-ratelimit-limit"]) - Number(r.headers["x-ratelimit-remaining"]);
+    return (
+      base(r) ?? (spent > 0 && spent % cost === 0 ? null : `spent ${spent} units, not a multiple of ${cost}`)
+    );
+  };
+}
+
 /** Starts a gateway; a failure (e.g. Redis store not ready yet) becomes a "pending" reason. */
 async function tryGateway(
   name: string,
@@ -526,6 +537,7 @@ async function main(): Promise<number> {
     gwCell("dd", "gateway, Redis store, decision listener (nothing proxied)", false, "read", true);
     gwCell("db", "gateway, Redis store, an organisation budget (claim:org_id)", false, "read", true);
     gwCell("dc", "gateway, Redis store, cost: 2 on the read class", false, "read", true);
+    cells.at(-1)!.check = costCheck(2);
     gwCell(
       "du",
       "gateway, Redis store, usage bookkeeping (calendar window, top_callers, threshold webhook)",

@@ -81,7 +81,7 @@ function cpuOverD(rows: readonly Row[], id: string): { ratio: number; deltaUs: n
 /** A feature cell's CPU per request over d (≤ 1.10, paired); dd is shown but is another call shape. */
 function featureCpuLine(rows: readonly Row[], id: string): string {
   const { ratio, deltaUs, rounds } = cpuOverD(rows, id);
-  const name = `${id}/d CPU µs per request (paired, median of ${rounds} rounds)`;
+  const name = `${id}/d CPU µs per request (paired, median of ${rounds} round${rounds === 1 ? "" : "s"})`;
   if (!Number.isFinite(ratio)) return `- ${id}/d CPU µs per request: not run`;
   const extra = ` [${deltaUs >= 0 ? "+" : ""}${fmt(deltaUs, 1)} µs per call]`;
   if (id === "dd")

@@ -39,7 +39,8 @@
  *
  * Environment: BENCH_ROUNDS (3), BENCH_SECONDS per cell (5), BENCH_CONNECTIONS (64),
  * BENCH_COLD_TOKENS (10000), BENCH_COLD_SECONDS (cap on the cold run, 30); for A/B experiments,
- * BENCH_CELLS (comma list of cells to run, e.g. "b,c,d"; churn/cold only when unset) and
+ * BENCH_CELLS (comma list of cells to run, e.g. "b,c,d"; churn/cold only when unset; the gateways
+ * BENCH_ALT_MAIN, BENCH_ALT_NODE_ARGS and BENCH_NODES add run with their base, c or d) and
  * BENCH_GATEWAY_MAIN (another build's main.js); BENCH_ALT_MAIN, BENCH_ALT_NODE_ARGS and BENCH_NODES
  * add gateways paired with c and d (variants.ts: another build, extra node flags, other runtimes).
  *
@@ -212,6 +213,14 @@ function costCheck(cost: number) {
       base(r) ?? (spent > 0 && spent % cost === 0 ? null : `spent ${spent} units, not a multiple of ${cost}`)
     );
   };
+}
+
+/**
+ * Whether BENCH_CELLS's list selects cell `id`: named, or a gateway the environment added
+ * (variants.ts: `c*`, `d@22`, …) whose base (c or d) is named, so it is paired as it should be.
+ */
+function selected(only: readonly string[], id: string): boolean {
+  return only.includes(id) || (/^[cd][*@]/.test(id) && only.includes(id.slice(0, 1)));
 }
 
 /** Starts a gateway; a failure (e.g. Redis store not ready yet) becomes a "pending" reason. */
@@ -581,7 +590,8 @@ async function main(): Promise<number> {
         cell.target = null;
       }
     }
-    if (only !== undefined) for (const c of cells) if (!only.includes(c.id)) c.row.pending ??= "not selected";
+    if (only !== undefined)
+      for (const c of cells) if (!selected(only, c.id)) c.row.pending ??= "not selected";
     const active = cells.filter((c) => c.target !== null && c.row.pending === undefined);
     console.log(
       `checked (${fmt((Date.now() - t0) / 1000, 0)} s); warm-up: ${WARMUP_S} s per cell (JIT, pooled connections, token cache)`,

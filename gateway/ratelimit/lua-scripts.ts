@@ -3,30 +3,27 @@
  * per-window argument, the commands' signature and the reply's decoding. The argument layout is
  * written once, in the scripts' header comments (`lua/sliding_window.lua`).
  */
+import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { LimitStoreError, type Crossing, type Decision, type LimitPolicy } from "./limiter.js";
 import { flatWindows, windowSuffixes } from "./storage-keys.js";
 import { topKey } from "./top-callers.js";
 
-/**
- * A script registered with `defineCommand` (variable key count: `numKeys` first). ioredis flattens
- * array arguments one level (its `Command` constructor), so keys and window pairs go as arrays.
- */
-export type ScriptCommand = (
-  numKeys: number,
-  keys: readonly string[],
-  mode: "1" | "0" | "2",
-  nonce: string,
-  cost: number,
-  units: number,
-  windowArgs: readonly (number | string)[],
-  member: readonly string[],
-) => Promise<unknown>;
+/** The limiter scripts (`lua/<name>.lua`), by the name the store declares them under. */
+export type ScriptName = "sliding_window" | "sliding_log";
 
-/** The commands the Redis store defines on its client. */
-export interface ScriptCommands {
-  rlSlidingWindow: ScriptCommand;
-  rlSlidingLog: ScriptCommand;
+/**
+ * A limiter script declared once per store: its source (`EVAL`, when Redis does not hold it) and
+ * its SHA-1 (`EVALSHA`'s name, Redis's own digest of the source).
+ */
+export interface DeclaredScript {
+  readonly lua: string;
+  readonly sha: string;
+}
+
+/** Declares `lua` (computes its SHA-1 once). */
+export function declareScript(lua: string): DeclaredScript {
+  return { lua, sha: createHash("sha1").update(lua).digest("hex") };
 }
 
 /** Per-policy argument plan of the Redis store, built once per policy object. */
@@ -42,7 +39,7 @@ export interface ScriptPlan {
   flatArgs: (number | string)[];
   /** Units a call spends (ARGV[3]). */
   cost: number;
-  script: keyof ScriptCommands;
+  script: ScriptName;
   /** sliding_log: each counted call carries a nonce. */
   log: boolean;
   /**
@@ -75,7 +72,7 @@ export function scriptPlan(policy: LimitPolicy, prefix: string, tops: boolean): 
     windowArgs: ownArgs,
     flatArgs: [...ownArgs, ...budgetArgs],
     cost: policy.cost ?? 1,
-    script: policy.algorithm === "sliding_log" ? "rlSlidingLog" : "rlSlidingWindow",
+    script: policy.algorithm === "sliding_log" ? "sliding_log" : "sliding_window",
     log: policy.algorithm === "sliding_log",
     topKeys,
   };
@@ -90,7 +87,7 @@ function readLua(name: string): string {
  * A limiter script as one chunk: the shared head (`lua/prologue.lua`: now, count, n), the calendar
  * windows (`lua/calendar.lua`), its own body, then the shared reply (`lua/reply.lua`).
  */
-export function luaSource(name: string): string {
+export function luaSource(name: ScriptName): string {
   return `${readLua("prologue")}\n${readLua("calendar")}\n${readLua(name)}\n${readLua("reply")}`;
 }
 

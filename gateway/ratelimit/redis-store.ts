@@ -10,7 +10,6 @@
  * answered without Redis (the rejection cache, the failover's local fallback) records none.
  */
 import { randomBytes } from "node:crypto";
-import type { Writable } from "node:stream";
 import { ATTR_DB_SYSTEM_NAME } from "@opentelemetry/semantic-conventions";
 import type { Logger } from "pino";
 import type { RedisConfig } from "../config/schema.js";
@@ -21,23 +20,27 @@ import {
   type RequestTrace,
 } from "../observability/tracing/request-trace.js";
 import { type BudgetKeys, type CountMode, type Decision, type Limiter, type LimitPolicy } from "./limiter.js";
-import { Cluster, Redis } from "ioredis";
+import { Cluster, Command } from "ioredis";
 import { connectTimeoutMs, openRedis, type RedisClient } from "./redis-connection.js";
 import { RedisLink } from "./redis-link.js";
 import { ReplyWatch } from "./reply-watch.js";
+import { TurnBatch } from "./turn-batch.js";
 import { levelStatuses } from "./budgets.js";
 import {
   crossingsOf,
+  declareScript,
   luaSource,
   scriptPlan,
   toDecision,
-  type ScriptCommands,
+  type DeclaredScript,
+  type ScriptName,
   type ScriptPlan,
 } from "./lua-scripts.js";
 import { clusterTopUpdate, readTop } from "./redis-top-callers.js";
 import { topKey, type TopCallersReader, type TopEntry } from "./top-callers.js";
 import type { Period } from "../config/calendar-periods.js";
 import { callIndexes, callKey, windowKey } from "./storage-keys.js";
+import { callWindowArgs, scriptArgs } from "./script-call.js";
 
 /** The span of a counting call (SPEC §13; `db.system.name`, OpenTelemetry database conventions). */
 const REDIS_SPAN: ChildSpanSpec = Object.freeze({
@@ -45,8 +48,11 @@ const REDIS_SPAN: ChildSpanSpec = Object.freeze({
   attributes: Object.freeze({ [ATTR_DB_SYSTEM_NAME]: "redis" }),
 });
 
-/** No top-caller member: a peek, or no set to update (ioredis flattens the empty array away). */
-const NO_MEMBER: readonly string[] = Object.freeze([]);
+/** The limiter's replies are integers: no conversion of bulk strings needed. */
+const REPLY_OPTIONS = Object.freeze({ replyEncoding: "utf8" as const });
+
+/** Redis's answer to an `EVALSHA` of a script it does not hold (a restart, `SCRIPT FLUSH`). */
+const isNoScript = (err: unknown): boolean => err instanceof Error && err.message.startsWith("NOSCRIPT");
 
 /** Options of {@link RedisStore}. */
 export interface RedisStoreOptions {
@@ -54,13 +60,19 @@ export interface RedisStoreOptions {
   redis: RedisConfig;
   /** Connection errors are logged here at `debug`; outages are reported by the failover wrapper. */
   logger?: Logger;
+  /**
+   * The source of each limiter script (tests replace Redis `TIME` with a clock of their own).
+   * @default {@link luaSource}
+   */
+  scriptSource?: (name: ScriptName) => string;
 }
 
 /** The Redis {@link Limiter}. */
 export class RedisStore implements Limiter, TopCallersReader {
   /** The ioredis client (exposed for tests and diagnostics). */
   readonly client: RedisClient;
-  private readonly scripts: ScriptCommands;
+  /** The limiter scripts, declared once: each call is one `EVALSHA` of its SHA-1. */
+  private readonly scripts: Readonly<Record<ScriptName, DeclaredScript>>;
   private readonly prefix: string;
   private readonly plans = new WeakMap<LimitPolicy, ScriptPlan>();
   /** Random per-store tag + counter: sliding_log members unique across calls and gateways. */
@@ -69,26 +81,19 @@ export class RedisStore implements Limiter, TopCallersReader {
   /** Each call's reply deadline, from its write (SPEC §4: the timeout measures Redis). */
   private readonly watch: ReplyWatch;
   private readonly link: RedisLink;
-  /** A flush is scheduled for this event-loop turn (see {@link batchTurn}). */
-  private flushing = false;
-  /** The connection corked for this turn, or null. */
-  private corked: Writable | null = null;
-  private readonly flush = (): void => {
-    this.flushing = false;
-    const stream = this.corked;
-    this.corked = null;
-    stream?.uncork();
-    this.watch.sent();
-  };
+  /** The connection corked for this event-loop turn's calls (see `turn-batch.ts`). */
+  private readonly batch: TurnBatch;
 
-  constructor({ redis, logger }: RedisStoreOptions) {
+  constructor({ redis, logger, scriptSource = luaSource }: RedisStoreOptions) {
     this.prefix = `${redis.key_prefix}:`;
     this.client = openRedis(redis);
     this.watch = new ReplyWatch(redis.command_timeout_ms);
+    this.batch = new TurnBatch(this.client, this.watch);
     this.link = new RedisLink(this.client, redis.command_timeout_ms, connectTimeoutMs(redis), logger);
-    this.client.defineCommand("rlSlidingWindow", { lua: luaSource("sliding_window") });
-    this.client.defineCommand("rlSlidingLog", { lua: luaSource("sliding_log") });
-    this.scripts = this.client as unknown as ScriptCommands;
+    this.scripts = {
+      sliding_window: declareScript(scriptSource("sliding_window")),
+      sliding_log: declareScript(scriptSource("sliding_log")),
+    };
   }
 
   /**
@@ -140,7 +145,7 @@ export class RedisStore implements Limiter, TopCallersReader {
    */
   async ping(): Promise<void> {
     await this.link.usable();
-    this.batchTurn();
+    this.batch.join();
     try {
       await this.watch.track(this.client.ping());
     } catch (err) {
@@ -212,39 +217,29 @@ export class RedisStore implements Limiter, TopCallersReader {
     units: number,
   ): Promise<Decision> {
     const plan = this.plan(policy);
-    const { keySuffixes, script, log } = plan;
-    let windowArgs = plan.windowArgs;
-    const keys: string[] = [];
     // A call that belongs to a budget (SPEC §22): its flat windows, tagged by the first budget.
     const indexes = budgets === null ? null : callIndexes(policy, budgets);
-    if (indexes === null || indexes.length === keySuffixes.length) {
-      const base = `${this.prefix}{${key}}`;
-      for (const suffix of keySuffixes) keys.push(base + suffix);
-    } else {
-      windowArgs = indexes.length === plan.flatArgs.length / 2 ? plan.flatArgs : [];
-      for (const i of indexes) {
-        keys.push(callKey(this.prefix, key, policy, budgets, i));
-        if (windowArgs !== plan.flatArgs) windowArgs.push(plan.flatArgs[2 * i]!, plan.flatArgs[2 * i + 1]!);
-      }
-    }
-    // SPEC §21: the top-caller sets follow the windows' keys, the identity after the windows' ARGV.
-    const member = plan.topKeys.length === 0 || mode === "peek" ? NO_MEMBER : [key];
-    if (member !== NO_MEMBER) for (const k of plan.topKeys) keys.push(k);
-    const nonce = log && mode !== "peek" ? this.nonceTag + (this.seq++).toString(36) : "";
-    const flag = mode === "count" ? "1" : mode === "peek" ? "0" : "2";
+    const nonce = plan.log && mode !== "peek" ? this.nonceTag + (this.seq++).toString(36) : "";
+    const script = this.scripts[plan.script];
+    const args = scriptArgs(plan, script.sha, this.prefix, key, policy, mode, budgets, indexes, units, nonce);
+    const numKeys = args[1] as number;
     // No offline queue: a connection that failed fails the call at once, one being set up is
     // waited for, never past the command timeout.
     if (this.client.status !== "ready") await this.link.usable();
     let reply: unknown;
     try {
-      this.batchTurn();
-      reply = await this.watch.track(
-        this.scripts[script](keys.length, keys, flag, nonce, plan.cost, units, windowArgs, member),
-      );
+      reply = await this.send("evalsha", args);
     } catch (err) {
-      throw this.link.failure(err);
+      if (!isNoScript(err)) throw this.link.failure(err);
+      // Redis lost its script cache (a restart, SCRIPT FLUSH): EVAL loads it again, once.
+      args[0] = script.lua;
+      try {
+        reply = await this.send("eval", args);
+      } catch (again) {
+        throw this.link.failure(again);
+      }
     }
-    const d = toDecision(reply, mode !== "peek" ? -1 : units === 1 ? 6 + 2 * keys.length : 6);
+    const d = toDecision(reply, mode !== "peek" ? -1 : units === 1 ? 6 + 2 * numKeys : 6);
     if (indexes !== null) d.windowIndex = indexes[d.windowIndex]!;
     if (mode !== "peek") {
       if (policy.thresholds !== undefined) {
@@ -256,6 +251,7 @@ export class RedisStore implements Limiter, TopCallersReader {
     }
     if (indexes !== null && budgets !== null && mode === "peek") {
       const r = reply as number[];
+      const windowArgs = callWindowArgs(plan, indexes);
       const limits = indexes.map((_, i) => Number(windowArgs[2 * i]));
       const rems = indexes.map((_, i) => r[6 + 2 * i]!);
       const resets = indexes.map((_, i) => r[7 + 2 * i]!);
@@ -265,23 +261,21 @@ export class RedisStore implements Limiter, TopCallersReader {
   }
 
   /**
-   * Write batching: the first call of an event-loop turn corks the connection and a `setImmediate`
-   * (after the turn's I/O callbacks) uncorks it, so every call the turn issued leaves in one
-   * `writev` and Redis reads them in one go; that moment is when the calls' reply deadlines start
-   * ({@link ReplyWatch.sent}). Each call is still its own EVALSHA with its own reply; nothing waits
-   * beyond the turn. Measured: one write syscall per call becomes one per turn (16-64 concurrent
-   * clients: ~0.1 per call), 9 % less gateway CPU per request (README "Performance"). ioredis's
-   * auto-pipelining aims at the same but allocates a pipeline per turn (see redis-connection.ts).
-   * Cluster clients hold a connection per node and are not corked.
+   * One command of the limiter, written with this turn's batch, its reply bounded by the watch.
+   * A `Command` sent directly: ioredis's `defineCommand` wrapper costs a copy of the arguments, a
+   * promise and two closures per call (`built/Script.js`), and it sends `EVAL` first on each
+   * connection; here the first call after Redis lost the script meets `NOSCRIPT` and is sent again
+   * as `EVAL` (above). The watch holds the command's own `reject`, not a promise around it.
    */
-  private batchTurn(): void {
-    if (this.flushing) return;
-    this.flushing = true;
-    const stream = this.client instanceof Redis ? this.client.stream : undefined;
-    if (stream !== undefined) {
-      stream.cork();
-      this.corked = stream;
+  private async send(name: "evalsha" | "eval", args: (string | number)[]): Promise<unknown> {
+    const command = new Command(name, args, REPLY_OPTIONS);
+    this.batch.join();
+    void this.client.sendCommand(command);
+    const waiting = this.watch.begin(command.reject);
+    try {
+      return (await command.promise) as unknown;
+    } finally {
+      this.watch.end(waiting);
     }
-    setImmediate(this.flush);
   }
 }

@@ -112,6 +112,8 @@ export class RejectionCache implements Limiter {
     budgets: BudgetKeys | null = null,
   ): Promise<Decision> {
     if (policy.mode === "shadow") return this.inner.consume(identityKey, policy, trace, budgets);
+    // Nothing remembered (the usual state): no entry to look up, its id is made only if needed.
+    if (this.entries.size === 0) return this.ask(null, identityKey, policy, true, trace, budgets);
     const id = entryId(identityKey, policy, budgets);
     const e = this.entries.get(id);
     if (e === undefined || e.policy !== policy)
@@ -135,6 +137,7 @@ export class RejectionCache implements Limiter {
     // With budgets a peek reports every level (GET /rate_limit): the store's answer, always.
     if (policy.mode === "shadow" || budgets !== null)
       return this.inner.peek(identityKey, policy, trace, budgets);
+    if (this.entries.size === 0) return this.ask(null, identityKey, policy, false, trace, budgets);
     const id = entryId(identityKey, policy, budgets);
     const e = this.entries.get(id);
     const local = e === undefined || e.policy !== policy ? null : this.answer(e);
@@ -229,8 +232,9 @@ export class RejectionCache implements Limiter {
     }
   }
 
+  /** @param id - the entry's id ({@link entryId}), or null: made here when an entry is touched */
   private async ask(
-    id: string,
+    id: string | null,
     key: string,
     policy: LimitPolicy,
     count: boolean,
@@ -244,17 +248,17 @@ export class RejectionCache implements Limiter {
         ? this.inner.consume(key, policy, trace, budgets)
         : this.inner.peek(key, policy, trace, budgets));
     } catch (err) {
-      this.entries.delete(id);
+      this.drop(id, key, policy, budgets);
       throw err;
     }
     if (d.degraded) {
-      this.entries.delete(id);
+      this.drop(id, key, policy, budgets);
     } else if (!d.allowed || (count && d.remaining === 0)) {
       // A refusal, or the call that used the last unit: the next call is refused until Reset, in
       // the window this decision reports (the one with nothing left that frees last).
       const readMs = this.clock.monotonicMs();
       const headerMs = Math.ceil(d.resetAtMs / 1000) * 1000; // X-RateLimit-Reset
-      this.entries.set(id, {
+      this.entries.set(id ?? entryId(key, policy, budgets), {
         policy,
         windowIndex: d.windowIndex,
         limit: d.limit,
@@ -266,9 +270,14 @@ export class RejectionCache implements Limiter {
       });
     } else if (count) {
       // Room left (under this or another plan's policy): whatever was remembered no longer holds.
-      this.entries.delete(id);
+      this.drop(id, key, policy, budgets);
     }
     return d;
+  }
+
+  /** Forgets the entry, if any; its id is made only when something is remembered at all. */
+  private drop(id: string | null, key: string, policy: LimitPolicy, budgets: BudgetKeys | null): void {
+    if (this.entries.size !== 0) this.entries.delete(id ?? entryId(key, policy, budgets));
   }
 
   private counted(className: string): void {

@@ -59,6 +59,11 @@ interface Turn {
   sentAtMs: number;
 }
 
+/** A call {@link ReplyWatch.begin} bounds, handed back to {@link ReplyWatch.end}. */
+export interface WaitingCall {
+  readonly done: boolean;
+}
+
 /** One call waiting for its reply. */
 interface Waiting {
   turn: Turn;
@@ -104,11 +109,8 @@ export class ReplyWatch {
    * @returns the reply, or a rejection with {@link ReplyTimeoutError} (the rule above)
    */
   track<T>(reply: Promise<T>): Promise<T> {
-    this.turn ??= { sentAtMs: Number.NaN };
-    const turn = this.turn;
     return new Promise<T>((resolve, reject) => {
-      const w: Waiting = { turn, done: false, reject };
-      this.queue.push(w);
+      const w = this.enqueue(reject);
       reply.then(
         (v) => {
           this.settled(w);
@@ -120,6 +122,31 @@ export class ReplyWatch {
         },
       );
     });
+  }
+
+  /**
+   * Bounds the reply of a command the caller holds (the limiter's own `Command`): no promise of
+   * the watch's around it. The call counts as written at the next {@link sent}; the caller tells
+   * {@link end} when its reply or error arrived.
+   * @param fail - rejects the command (ioredis's `Command.reject`) with {@link ReplyTimeoutError}
+   *   when the rule above says so; its reply, if it still comes, is then not seen (the command's
+   *   promise has settled), so it does not count as Redis's progress for the calls behind it
+   */
+  begin(fail: (err: Error) => void): WaitingCall {
+    return this.enqueue(fail);
+  }
+
+  /** The reply (or error) of a call {@link begin} bounds arrived; nothing when the watch failed it. */
+  end(call: WaitingCall): void {
+    const w = call as Waiting;
+    if (!w.done) this.settled(w);
+  }
+
+  private enqueue(reject: (err: Error) => void): Waiting {
+    this.turn ??= { sentAtMs: Number.NaN };
+    const w: Waiting = { turn: this.turn, done: false, reject };
+    this.queue.push(w);
+    return w;
   }
 
   /**

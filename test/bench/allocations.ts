@@ -11,7 +11,10 @@
  * in the young generation when sampling stops (a young collection, `gc({ type: "minor" })` under
  * `--expose-gc`, runs first, so the garbage allocated since the last one does not count). A fifth argument drives the gateway at that fixed rate (req/s) with the
  * open-loop generator instead of wrk at saturation, where 64 requests are always in flight.
- * `ALLOC_STORE=memory` profiles cell c (memory store) instead of d.
+ * `ALLOC_STORE=memory` profiles cell c (memory store) instead of d. `ALLOC_NODE_ARGS="<flags>"` adds
+ * `node` flags to the gateway: `--no-turbo-inlining` charges each allocation to the function that
+ * makes it (the profiler names only the outermost function of an optimised frame, so an inlined
+ * callee's objects are otherwise its caller's).
  * Needs `npm run build`, wrk and nginx (else the Node upstream).
  */
 import { mkdtempSync, rmSync } from "node:fs";
@@ -69,7 +72,11 @@ const script = staticTokenScript(dir, "tok");
 const gw = await startGateway("alloc", dir, upstream.url, {
   tokensFile,
   ...(process.env.ALLOC_STORE === "memory" ? {} : { redisUrl: redis.url, keyPrefix: "ba" }),
-  nodeArgs: [`--inspect=127.0.0.1:${inspectPort}`, ...(SURVIVORS ? ["--expose-gc"] : [])],
+  nodeArgs: [
+    `--inspect=127.0.0.1:${inspectPort}`,
+    ...(SURVIVORS ? ["--expose-gc"] : []),
+    ...(process.env.ALLOC_NODE_ARGS ?? "").split(" ").filter((a) => a !== ""),
+  ],
 });
 try {
   const url = `${gw.url}/v1/user`;

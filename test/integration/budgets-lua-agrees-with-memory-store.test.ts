@@ -40,9 +40,10 @@ let store: RedisStore;
 
 beforeAll(async () => {
   server = await RedisServer.start();
-  store = new RedisStore({ redis: { url: server.url, key_prefix: "prop", command_timeout_ms: 5000 } });
-  store.client.defineCommand("rlSlidingWindow", { lua: fakeTimeSource("sliding_window") });
-  store.client.defineCommand("rlSlidingLog", { lua: fakeTimeSource("sliding_log") });
+  store = new RedisStore({
+    redis: { url: server.url, key_prefix: "prop", command_timeout_ms: 5000 },
+    scriptSource: fakeTimeSource,
+  });
   await store.started();
 });
 

@@ -110,3 +110,18 @@ it("sends the calls of one event-loop turn in one write: the server reads them a
   // Still 50 separate calls, each counted once, in order.
   expect(decisions.map((d) => d.remaining)).toEqual(Array.from({ length: 50 }, (_, i) => Math.max(0, 9 - i)));
 });
+
+it("after Redis lost its scripts (SCRIPT FLUSH), a call meets NOSCRIPT once, is sent again as EVAL and counted once", async () => {
+  const policy = policies[1]!; // sliding_log: each counted call is one member of the log
+  await redis.store.consume("flush:warmup", policy);
+  await admin.script("FLUSH");
+  const before = await commandCalls();
+  const first = await redis.store.consume("flush:user", policy);
+  const second = await redis.store.consume("flush:user", policy);
+  const after = await commandCalls();
+  const delta = (cmd: string): number => (after.get(cmd) ?? 0) - (before.get(cmd) ?? 0);
+  // The first call: EVALSHA (NOSCRIPT, not run), then EVAL; the second: one EVALSHA again.
+  expect(delta("eval")).toBe(1);
+  expect(delta("evalsha")).toBe(2);
+  expect([first.allowed, first.remaining, second.remaining]).toEqual([true, 9, 8]);
+});

@@ -106,3 +106,21 @@ it("holds only the calls in flight: a settled call leaves at once, out-of-order 
   expect(watch.held).toBe(0);
   watch.close();
 });
+
+it("bounds a command it does not wrap: begin() fails it through its own reject, end() takes it off", async () => {
+  const watch = new ReplyWatch(40);
+  // A command answered in time: end() takes it off the watch, nothing is failed later.
+  const failedInTime: Error[] = [];
+  const inTime = watch.begin((err) => failedInTime.push(err));
+  watch.sent();
+  watch.end(inTime);
+  expect(watch.held).toBe(0);
+  // A silent one: failed with ReplyTimeoutError through the function begin() was given.
+  const failed = new Promise<Error>((resolve) => watch.begin(resolve));
+  watch.sent();
+  const err = await failed;
+  expect(err).toBeInstanceOf(ReplyTimeoutError);
+  expect(failedInTime).toEqual([]);
+  expect(watch.held).toBe(0);
+  watch.close();
+});

@@ -226,18 +226,19 @@ export class RedisStore implements Limiter, TopCallersReader {
     // No offline queue: a connection that failed fails the call at once, one being set up is
     // waited for, never past the command timeout.
     if (this.client.status !== "ready") await this.link.usable();
+    // The Redis wait is this function's own await of the command (no promise of ours around it).
+    const command = this.write("evalsha", args);
+    const waiting = this.watch.begin(command.reject);
     let reply: unknown;
     try {
-      reply = await this.send("evalsha", args);
+      reply = await command.promise;
+      this.watch.end(waiting);
     } catch (err) {
+      this.watch.end(waiting);
       if (!isNoScript(err)) throw this.link.failure(err);
       // Redis lost its script cache (a restart, SCRIPT FLUSH): EVAL loads it again, once.
       args[0] = script.lua;
-      try {
-        reply = await this.send("eval", args);
-      } catch (again) {
-        throw this.link.failure(again);
-      }
+      reply = await this.evalAgain(args);
     }
     const d = toDecision(reply, mode !== "peek" ? -1 : units === 1 ? 6 + 2 * numKeys : 6);
     if (indexes !== null) d.windowIndex = indexes[d.windowIndex]!;
@@ -261,19 +262,30 @@ export class RedisStore implements Limiter, TopCallersReader {
   }
 
   /**
-   * One command of the limiter, written with this turn's batch, its reply bounded by the watch.
-   * A `Command` sent directly: ioredis's `defineCommand` wrapper costs a copy of the arguments, a
-   * promise and two closures per call (`built/Script.js`), and it sends `EVAL` first on each
-   * connection; here the first call after Redis lost the script meets `NOSCRIPT` and is sent again
-   * as `EVAL` (above). The watch holds the command's own `reject`, not a promise around it.
+   * One command of the limiter, written with this turn's batch (its reply is the caller's to bound
+   * with the watch). A `Command` sent directly: ioredis's `defineCommand` wrapper costs a copy of
+   * the arguments, a promise and two closures per call (`built/Script.js`), and it sends `EVAL`
+   * first on each connection; here the first call after Redis lost the script meets `NOSCRIPT`
+   * and is sent again as `EVAL` ({@link evalAgain}).
    */
-  private async send(name: "evalsha" | "eval", args: (string | number)[]): Promise<unknown> {
+  private write(name: "evalsha" | "eval", args: (string | number)[]): Command {
     const command = new Command(name, args, REPLY_OPTIONS);
     this.batch.join();
     void this.client.sendCommand(command);
+    return command;
+  }
+
+  /**
+   * The call again as `EVAL` (`args[0]` the script's source), which loads the script.
+   * @throws LimitStoreError as {@link consume}
+   */
+  private async evalAgain(args: (string | number)[]): Promise<unknown> {
+    const command = this.write("eval", args);
     const waiting = this.watch.begin(command.reject);
     try {
       return (await command.promise) as unknown;
+    } catch (err) {
+      throw this.link.failure(err);
     } finally {
       this.watch.end(waiting);
     }

@@ -1,12 +1,13 @@
 /**
  * The report's "For the README" section: the one table the README's Performance
  * section shows, every cell in a row (saturation, CPU, latency at 50 % and 80 % of the bare
- * http-proxy's capacity, what the collector did per request, RSS), then the issue's targets with
- * their distance, ready to paste from `test/bench/runs/last-run.md`.
+ * http-proxy's capacity, what the collector did per request, RSS), then issue 41's targets and
+ * issue 29's with their distance, ready to paste from `test/bench/runs/last-run.md`.
  */
 import type { OpenLoopSection, OpenLoopSummary } from "./open-loop-runs.js";
 import { fmt, med, median, type Row } from "./report.js";
 import type { GcPerRequest } from "./gc-window.js";
+import { issue41Lines } from "./targets-report.js";
 
 /** The base cell: bare http-proxy 1.18. */
 const BASE = "h";
@@ -66,7 +67,14 @@ export function readmeSection(rows: readonly Row[], extra: readonly Row[], open:
         }${where} | ${r.rssMb === undefined ? "–" : fmt(r.rssMb, 0)} |`,
     );
   }
-  out.push("", ...targetTable(ran, extra, at, baseRps), "");
+  out.push(
+    "",
+    ...issue41Lines(ran, extra, open.summaries),
+    "Issue 29's targets (latency at half load, and the earlier throughput and memory ones):",
+    "",
+    ...targetTable(ran, extra, at, baseRps),
+    "",
+  );
   return out;
 }
 

@@ -9,7 +9,7 @@ import { machine } from "./targets.js";
 import type { OpenLoopSection } from "./open-loop-runs.js";
 import { readmeSection } from "./readme-table.js";
 import { runtimeLines } from "./runtimes-report.js";
-import { issue41Lines, olderTargetLines } from "./targets-report.js";
+import { olderTargetLines } from "./targets-report.js";
 
 /** The run's settings and the sections measured outside the main rounds. */
 export interface ReportContext {
@@ -89,7 +89,6 @@ export function report(rows: Row[], extra: Row[], ctx: ReportContext): string {
     ),
     ...workersLines(rows.find((r) => r.id === "w2")),
     ...runtimeLines(rows),
-    ...issue41Lines(rows, extra, ctx.openLoop.summaries),
     ...olderTargetLines(rows, extra),
   ];
   return lines.join("\n") + "\n";

@@ -310,86 +310,56 @@ async function main(): Promise<number> {
       keyPrefix,
       tracing: { endpoint: sink.endpoint, sampleRatio },
     });
+    /** d's configuration (the warm token, Redis under its own key prefix) plus a cell's own. */
+    const onRedis = (keyPrefix: string, own: Partial<GatewayVariant> = {}): GatewayVariant => ({
+      tokensFile: warmTokens,
+      redisUrl: redis.url,
+      keyPrefix,
+      ...own,
+    });
     const gw = {
       c: await tryGateway("c-memory", dir, upstream, { tokensFile: warmTokens }),
-      d: await tryGateway("d-redis", dir, upstream, {
-        tokensFile: warmTokens,
-        redisUrl: redis.url,
-        keyPrefix: "bd",
-      }),
-      e: await tryGateway("e-redis-ietf-shadow", dir, upstream, {
-        tokensFile: warmTokens,
-        redisUrl: redis.url,
-        keyPrefix: "be",
-        ietf: true,
-        shadow: true,
-      }),
-      f: await tryGateway("f-redis-plans", dir, upstream, {
-        tokensFile: warmTokens,
-        redisUrl: redis.url,
-        keyPrefix: "bf",
-        plans: true,
-      }),
-      g: await tryGateway("g-redis-over-limit", dir, upstream, {
-        tokensFile: warmTokens,
-        redisUrl: redis.url,
-        keyPrefix: "bg",
-        readPerSecond: OVER_LIMIT_RPS,
-      }),
-      w2: await tryGateway("w2-redis-2-workers", dir, upstream, {
-        tokensFile: warmTokens,
-        redisUrl: redis.url,
-        keyPrefix: "bw",
-        workers: 2,
-      }),
+      d: await tryGateway("d-redis", dir, upstream, onRedis("bd")),
+      e: await tryGateway("e-redis-ietf-shadow", dir, upstream, onRedis("be", { ietf: true, shadow: true })),
+      f: await tryGateway("f-redis-plans", dir, upstream, onRedis("bf", { plans: true })),
+      g: await tryGateway(
+        "g-redis-over-limit",
+        dir,
+        upstream,
+        onRedis("bg", { readPerSecond: OVER_LIMIT_RPS }),
+      ),
+      w2: await tryGateway("w2-redis-2-workers", dir, upstream, onRedis("bw", { workers: 2 })),
       // Issue 29: V8's default concurrent marking, which gc-tuning.ts turns off on Node 20 (an
       // operator's own flag is left alone); paired with d, and driven open-loop.
-      dm: await tryGateway("dm-redis-concurrent-marking", dir, upstream, {
-        tokensFile: warmTokens,
-        redisUrl: redis.url,
-        keyPrefix: "bdm",
-        nodeArgs: ["--concurrent-marking"],
-      }),
-      dd: await tryGateway("dd-redis-decision", dir, upstream, {
-        tokensFile: warmTokens,
-        redisUrl: redis.url,
-        keyPrefix: "bdd",
-        decision: true,
-      }),
+      dm: await tryGateway(
+        "dm-redis-concurrent-marking",
+        dir,
+        upstream,
+        onRedis("bdm", { nodeArgs: ["--concurrent-marking"] }),
+      ),
+      dd: await tryGateway("dd-redis-decision", dir, upstream, onRedis("bdd", { decision: true })),
       db: await tryGateway("db-redis-org-budget", dir, upstream, {
         tokensFile: orgTokens,
         redisUrl: redis.url,
         keyPrefix: "bdb",
         orgBudget: true,
       }),
-      dc: await tryGateway("dc-redis-cost-2", dir, upstream, {
-        tokensFile: warmTokens,
-        redisUrl: redis.url,
-        keyPrefix: "bdc",
-        cost: 2,
-      }),
-      du: await tryGateway("du-redis-usage-ops", dir, upstream, {
-        tokensFile: warmTokens,
-        redisUrl: redis.url,
-        keyPrefix: "bdu",
-        secondWindow: "calendar",
-        usageOps: { secretFile: webhookSecret },
-      }),
+      dc: await tryGateway("dc-redis-cost-2", dir, upstream, onRedis("bdc", { cost: 2 })),
+      du: await tryGateway(
+        "du-redis-usage-ops",
+        dir,
+        upstream,
+        onRedis("bdu", { secondWindow: "calendar", usageOps: { secretFile: webhookSecret } }),
+      ),
       t1: await tryGateway("t1-redis-tracing-0.01", dir, upstream, traced(0.01, "bt1")),
       t100: await tryGateway("t100-redis-tracing-1.0", dir, upstream, traced(1, "bt100")),
-      u1: await tryGateway("u1-redis-unpinned", dir, upstream, {
-        tokensFile: warmTokens,
-        redisUrl: redis.url,
-        keyPrefix: "bu1",
-        core: "0,1",
-      }),
-      u2: await tryGateway("u2-redis-2-workers-unpinned", dir, upstream, {
-        tokensFile: warmTokens,
-        redisUrl: redis.url,
-        keyPrefix: "bu2",
-        workers: 2,
-        core: "0,1",
-      }),
+      u1: await tryGateway("u1-redis-unpinned", dir, upstream, onRedis("bu1", { core: "0,1" })),
+      u2: await tryGateway(
+        "u2-redis-2-workers-unpinned",
+        dir,
+        upstream,
+        onRedis("bu2", { workers: 2, core: "0,1" }),
+      ),
     };
     const dj =
       typeof auth === "string"

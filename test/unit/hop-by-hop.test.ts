@@ -4,7 +4,12 @@ import type { HeaderMap } from "../../gateway/base/request-facts.js";
 
 describe("stripHopByHop (RFC 9110 §7.6.1)", () => {
   it("removes the fixed hop-by-hop fields and keeps the rest", () => {
-    const h: HeaderMap = { connection: "keep-alive", "keep-alive": "timeout=5", "content-type": "a/b", te: "x" };
+    const h: HeaderMap = {
+      connection: "keep-alive",
+      "keep-alive": "timeout=5",
+      "content-type": "a/b",
+      te: "x",
+    };
     stripHopByHop(h);
     expect(h).toEqual({ "content-type": "a/b" });
   });

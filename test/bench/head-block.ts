@@ -36,36 +36,48 @@ function upstreamFields(): HeaderMap {
 
 const REQUEST_ID = "5f0c3e1a9b2d4c6e8f7a1b3c5d7e9f01";
 
-/** Today's way: edited in place (`proxy-step.ts` `upstreamHead`, `responses.ts` `addGatewayFields`). */
-function inPlace(res: ServerResponse): void {
-  const h = upstreamFields();
-  stripHopByHop(h);
+/** Hop-by-hop names (RFC 9110 §7.6.1, as `stripHopByHop` removes them when Connection names none). */
+function hopByHop(name: string): boolean {
+  switch (name) {
+    case "connection":
+    case "keep-alive":
+    case "proxy-connection":
+    case "te":
+    case "trailer":
+    case "upgrade":
+    case "proxy-authorization":
+    case "transfer-encoding":
+      return true;
+  }
+  return false;
+}
+
+/** The gateway's fields written over the upstream's (`responses.ts` `addGatewayFields`). */
+function addFields(h: HeaderMap): HeaderMap {
   h["x-request-id"] = REQUEST_ID;
   h["x-ratelimit-limit"] = "5000";
   h["x-ratelimit-remaining"] = "4999";
   h["x-ratelimit-reset"] = "1795000000";
   h["x-ratelimit-resource"] = "read";
-  res.writeHead(200, h);
+  return h;
+}
+
+/** Today's way: undici's object edited in place (`proxy-step.ts` `upstreamHead`). */
+function editedInPlace(): HeaderMap {
+  const h = upstreamFields();
+  stripHopByHop(h);
+  return addFields(h);
+}
+
+function inPlace(res: ServerResponse): void {
+  res.writeHead(200, editedInPlace());
 }
 
 /** The lever: one pass into a flat array (Connection naming no other field, as here). */
 function flat(res: ServerResponse): void {
   const h = upstreamFields();
   const out: string[] = [];
-  for (const name in h) {
-    switch (name) {
-      case "connection":
-      case "keep-alive":
-      case "proxy-connection":
-      case "te":
-      case "trailer":
-      case "upgrade":
-      case "proxy-authorization":
-      case "transfer-encoding":
-        continue;
-    }
-    out.push(name, h[name] as string);
-  }
+  for (const name in h) if (!hopByHop(name)) out.push(name, h[name] as string);
   out.push(
     "x-request-id",
     REQUEST_ID,
@@ -83,13 +95,7 @@ function flat(res: ServerResponse): void {
 
 /** Edited in place as today, then handed to Node as a flat array (the conversion's own pass). */
 function inPlaceThenFlat(res: ServerResponse): void {
-  const h = upstreamFields();
-  stripHopByHop(h);
-  h["x-request-id"] = REQUEST_ID;
-  h["x-ratelimit-limit"] = "5000";
-  h["x-ratelimit-remaining"] = "4999";
-  h["x-ratelimit-reset"] = "1795000000";
-  h["x-ratelimit-resource"] = "read";
+  const h = editedInPlace();
   const out: string[] = [];
   for (const name in h) out.push(name, h[name] as string);
   res.writeHead(200, out);
@@ -99,26 +105,8 @@ function inPlaceThenFlat(res: ServerResponse): void {
 function fresh(res: ServerResponse): void {
   const h = upstreamFields();
   const out: HeaderMap = {};
-  for (const name in h) {
-    switch (name) {
-      case "connection":
-      case "keep-alive":
-      case "proxy-connection":
-      case "te":
-      case "trailer":
-      case "upgrade":
-      case "proxy-authorization":
-      case "transfer-encoding":
-        continue;
-    }
-    out[name] = h[name];
-  }
-  out["x-request-id"] = REQUEST_ID;
-  out["x-ratelimit-limit"] = "5000";
-  out["x-ratelimit-remaining"] = "4999";
-  out["x-ratelimit-reset"] = "1795000000";
-  out["x-ratelimit-resource"] = "read";
-  res.writeHead(200, out);
+  for (const name in h) if (!hopByHop(name)) out[name] = h[name];
+  res.writeHead(200, addFields(out));
 }
 
 /** The floor both share: a response object and a head of one fixed field. */

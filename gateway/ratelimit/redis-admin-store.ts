@@ -2,7 +2,9 @@
  * The Redis side of usage operations (SPEC §21), beside the limiter's keys under the same prefix:
  *
  * - `<prefix>:{admin}:overrides`: a hash, storage identity → the override as JSON;
- * - `<prefix>:{admin}:version`: a counter raised by every reset and override change;
+ * - `<prefix>:{admin}:version`: a counter raised by every reset and override change, started at
+ *   Redis's clock in ms when the key is new (the first change, or a Redis that lost its data), so
+ *   a counter started again never reads a number a replica saw before;
  * - `<prefix>:{admin}:changes`: the identities of the latest changes, newest first, capped.
  *
  * The three share the hash tag `{admin}` (one Cluster slot; no identity key has it, since every
@@ -27,11 +29,13 @@ const KEPT_CHANGES = 1000;
  * KEYS[1] overrides hash, KEYS[2] version counter, KEYS[3] changes list.
  * ARGV[1] `set`, `del` or `reset`; ARGV[2] the identity; ARGV[3] the override's JSON (`set`);
  * ARGV[4] changes kept.
- * Drops expired overrides (Redis TIME), applies the change, raises the counter, records the
- * identity. Returns `{version, previous JSON}` (the second absent when there was none or `reset`).
+ * Drops expired overrides (Redis TIME), applies the change, raises the counter (a new one from the
+ * clock in ms), records the identity. Returns `{version, previous JSON}` (the second absent when
+ * there was none or `reset`).
  */
 const CHANGE = `
-local now = tonumber(redis.call('TIME')[1])
+local time = redis.call('TIME')
+local now = tonumber(time[1])
 local all = redis.call('HGETALL', KEYS[1])
 for i = 1, #all, 2 do
   local ok, o = pcall(cjson.decode, all[i + 1])
@@ -48,6 +52,9 @@ if ARGV[1] ~= 'reset' then
     redis.call('HDEL', KEYS[1], ARGV[2])
   end
 end
+if redis.call('EXISTS', KEYS[2]) == 0 then
+  redis.call('SET', KEYS[2], now * 1000 + math.floor(tonumber(time[2]) / 1000))
+end
 local v = redis.call('INCR', KEYS[2])
 redis.call('LPUSH', KEYS[3], ARGV[2])
 redis.call('LTRIM', KEYS[3], 0, tonumber(ARGV[4]) - 1)
@@ -57,8 +64,8 @@ return {v, before}
 /**
  * KEYS as {@link CHANGE}. ARGV[1] the version the replica has (-1: none); ARGV[2] changes kept.
  * Returns `{version}` when unchanged, else `{version, all, identities, overrides HGETALL}` where
- * `all` is 1 when the changes since that version are not all remembered (or the counter went
- * back: a Redis that lost its data).
+ * `all` is 1 when the changes since that version are not all remembered: too many, or a Redis that
+ * lost its data (the counter went back, or on from the clock past what the list holds).
  */
 const POLL = `
 local v = tonumber(redis.call('GET', KEYS[2]) or '0')
@@ -67,7 +74,7 @@ if v == since then return {v} end
 local n = v - since
 local all = 0
 local changes = {}
-if since < 0 or n < 0 or n > tonumber(ARGV[2]) then
+if since < 0 or n < 0 or n > tonumber(ARGV[2]) or redis.call('LLEN', KEYS[3]) < n then
   all = 1
 else
   changes = redis.call('LRANGE', KEYS[3], 0, n - 1)

@@ -2,12 +2,11 @@
  * The Redis side of usage operations (SPEC §21), beside the limiter's keys under the same prefix:
  *
  * - `<prefix>:{admin}:overrides`: a hash, storage identity → the override as JSON;
- * - `<prefix>:{admin}:version`: a counter raised by every reset and override change, started at
- *   Redis's clock in ms when the key is new (the first change, or a Redis that lost its data), so
- *   a counter started again never reads a number a replica saw before;
- * - `<prefix>:{admin}:changes`: the identities of the latest changes, newest first, capped.
+ * - `<prefix>:{admin}:version`: a counter raised by every reset and override change;
+ * - `<prefix>:{admin}:changes`: the identities of the latest changes, newest first, capped;
+ * - `<prefix>:{admin}:run_id`: the `run_id` of the Redis server that holds them (see {@link HISTORY}).
  *
- * The three share the hash tag `{admin}` (one Cluster slot; no identity key has it, since every
+ * The four share the hash tag `{admin}` (one Cluster slot; no identity key has it, since every
  * identity's tag starts with its kind, `{sub:`), so each script touches one slot. Every replica
  * polls the counter off the request path ({@link RedisAdminStore.poll}, one small `EVALSHA`), and
  * only when it moved reads the changed identities and the overrides: the request path keeps its one
@@ -26,15 +25,35 @@ import { topKey } from "./top-callers.js";
 const KEPT_CHANGES = 1000;
 
 /**
- * KEYS[1] overrides hash, KEYS[2] version counter, KEYS[3] changes list.
+ * The first step of both scripts (KEYS[2] the counter, KEYS[4] the run_id key): whether this Redis
+ * still holds the history the replicas read. A server's `run_id` changes with every restart, so
+ * when the one recorded is not this server's (a restart, with or without persistence, a restore
+ * from an older snapshot, a replica promoted behind its master, a flush), the counter may be back
+ * at a number a replica already saw; it is moved to Redis's clock in ms (past every number of the
+ * history before, short of a thousand changes a second) and the replicas' next poll re-reads
+ * everything. Costs one `INFO server` per script call, off the request path.
+ */
+const HISTORY = `
+local time = redis.call('TIME')
+local run = string.match(redis.call('INFO', 'server'), 'run_id:(%w+)')
+if redis.call('GET', KEYS[4]) ~= run then
+  local clock = time[1] .. string.format('%03d', math.floor(tonumber(time[2]) / 1000))
+  if tonumber(redis.call('GET', KEYS[2]) or '0') < tonumber(clock) then
+    redis.call('SET', KEYS[2], clock)
+  end
+  redis.call('SET', KEYS[4], run)
+end
+`;
+
+/**
+ * KEYS[1] overrides hash, KEYS[2] version counter, KEYS[3] changes list, KEYS[4] run_id.
  * ARGV[1] `set`, `del` or `reset`; ARGV[2] the identity; ARGV[3] the override's JSON (`set`);
  * ARGV[4] changes kept.
- * Drops expired overrides (Redis TIME), applies the change, raises the counter (a new one from the
- * clock in ms), records the identity. Returns `{version, previous JSON}` (the second absent when
- * there was none or `reset`).
+ * After {@link HISTORY}: drops expired overrides (Redis TIME), applies the change, raises the
+ * counter, records the identity. Returns `{version, previous JSON}` (the second absent when there
+ * was none or `reset`).
  */
-const CHANGE = `
-local time = redis.call('TIME')
+const CHANGE = `${HISTORY}
 local now = tonumber(time[1])
 local all = redis.call('HGETALL', KEYS[1])
 for i = 1, #all, 2 do
@@ -52,9 +71,6 @@ if ARGV[1] ~= 'reset' then
     redis.call('HDEL', KEYS[1], ARGV[2])
   end
 end
-if redis.call('EXISTS', KEYS[2]) == 0 then
-  redis.call('SET', KEYS[2], now * 1000 + math.floor(tonumber(time[2]) / 1000))
-end
 local v = redis.call('INCR', KEYS[2])
 redis.call('LPUSH', KEYS[3], ARGV[2])
 redis.call('LTRIM', KEYS[3], 0, tonumber(ARGV[4]) - 1)
@@ -63,11 +79,11 @@ return {v, before}
 
 /**
  * KEYS as {@link CHANGE}. ARGV[1] the version the replica has (-1: none); ARGV[2] changes kept.
- * Returns `{version}` when unchanged, else `{version, all, identities, overrides HGETALL}` where
- * `all` is 1 when the changes since that version are not all remembered: too many, or a Redis that
- * lost its data (the counter went back, or on from the clock past what the list holds).
+ * After {@link HISTORY}: returns `{version}` when unchanged, else `{version, all, identities,
+ * overrides HGETALL}` where `all` is 1 when the changes since that version are not all remembered
+ * (too many, a counter moved by {@link HISTORY}, or a list shorter than the counter moved).
  */
-const POLL = `
+const POLL = `${HISTORY}
 local v = tonumber(redis.call('GET', KEYS[2]) or '0')
 local since = tonumber(ARGV[1])
 if v == since then return {v} end
@@ -106,14 +122,14 @@ export class RedisAdminStore implements AdminStore {
     client.defineCommand("rlAdminChange", { lua: CHANGE });
     client.defineCommand("rlAdminPoll", { lua: POLL });
     this.commands = client as unknown as AdminCommands;
-    this.keys = ["overrides", "version", "changes"].map((k) => `${prefix}{admin}:${k}`);
+    this.keys = ["overrides", "version", "changes", "run_id"].map((k) => `${prefix}{admin}:${k}`);
   }
 
   async setOverride(identity: string, next: Override | null): Promise<Override | null> {
     const op = next === null ? "del" : "set";
     const json = next === null ? "" : JSON.stringify(next);
     const reply = await this.bounded(
-      this.commands.rlAdminChange(3, ...this.keys, op, identity, json, KEPT_CHANGES),
+      this.commands.rlAdminChange(4, ...this.keys, op, identity, json, KEPT_CHANGES),
     );
     return parseOverride(reply[1] ?? null);
   }
@@ -130,11 +146,11 @@ export class RedisAdminStore implements AdminStore {
     // limiter's ZADD (GT in a Cluster) would otherwise keep the old count until the period ends.
     const tops = classes.flatMap((c) => PERIODS.map((p) => topKey(this.prefix, c, p)));
     await Promise.all(tops.map((k) => this.bounded(this.client.zrem(k, identity))));
-    await this.bounded(this.commands.rlAdminChange(3, ...this.keys, "reset", identity, "", KEPT_CHANGES));
+    await this.bounded(this.commands.rlAdminChange(4, ...this.keys, "reset", identity, "", KEPT_CHANGES));
   }
 
   async poll(version: number): Promise<AdminNews | null> {
-    const reply = await this.bounded(this.commands.rlAdminPoll(3, ...this.keys, version, KEPT_CHANGES));
+    const reply = await this.bounded(this.commands.rlAdminPoll(4, ...this.keys, version, KEPT_CHANGES));
     if (reply.length === 1) return null;
     const [v, all, changes, flat] = reply;
     const overrides: Override[] = [];

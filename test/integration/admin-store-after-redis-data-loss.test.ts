@@ -1,8 +1,8 @@
 /**
- * SPEC §21 usage operations through a Redis that loses its data (restarted without persistence,
- * flushed, failed over to an empty replica): a replica that had read the change counter before must
- * still learn of the changes made after, even when as many were made as it had seen before the loss
- * (the counter, started again from zero, would read the same number).
+ * SPEC §21 usage operations through a Redis that loses data (restarted without persistence,
+ * flushed, restored from an older snapshot, a replica promoted behind its master): a replica that
+ * had read the change counter before must still learn of the changes made after, even when as many
+ * were made as were lost (the counter, back where it was, would read the same number).
  */
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -51,6 +51,26 @@ describe("the admin store's change counter across a Redis data loss", () => {
     // What was forgotten is not known: every replica forgets every cached refusal.
     expect(after!.identities).toBeNull();
     expect(await store.poll(after!.version)).toBeNull();
+  });
+
+  it("a replica learns of a restore from an older snapshot, and of the changes made after it", async () => {
+    await store.setOverride("sub:dave", override("sub:dave", 3));
+    expect(await cli(redis.port, "SAVE")).toBe("OK");
+    // Made after the snapshot, seen by the replica, then lost with the restart.
+    await store.setOverride("sub:erin", override("sub:erin", 4));
+    const seen = (await store.poll(-1))!.version;
+    await redis.stop();
+    await redis.start();
+    // Before any change: what the replica holds is not what Redis holds any more.
+    const restored = await store.poll(seen);
+    expect(restored).not.toBeNull();
+    expect(restored!.identities).toBeNull();
+    expect(restored!.overrides.map((o) => o.identity).sort()).toEqual(["sub:bob", "sub:dave"]);
+    // As many changes after the restore as were lost: the counter does not land on `seen`.
+    await store.setOverride("sub:frank", override("sub:frank", 2));
+    const after = await store.poll(seen);
+    expect(after!.version).not.toBe(seen);
+    expect(after!.overrides.map((o) => o.identity).sort()).toEqual(["sub:bob", "sub:dave", "sub:frank"]);
   });
 
   it("counts on from where it was while Redis keeps its data", async () => {

@@ -14,6 +14,7 @@ import { IncomingMessage, ServerResponse } from "node:http";
 import { Socket } from "node:net";
 import type { HeaderMap } from "../../gateway/base/request-facts.js";
 import { stripHopByHop } from "../../gateway/proxy/forwarded-headers.js";
+import { median } from "./report.js";
 
 const HEADS = Number(process.argv[2] ?? 200_000);
 const ROUNDS = Number(process.argv[3] ?? 5);
@@ -148,10 +149,9 @@ const ways: [string, Way][] = [
 const results = new Map<string, number[]>(ways.map(([n]) => [n, []]));
 for (const [, way] of ways) time(way); // warm-up
 for (let r = 0; r < ROUNDS; r++) for (const [name, way] of ways) results.get(name)!.push(time(way));
-const med = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1]!;
-const base = med(results.get("floor")!);
+const base = median(results.get("floor")!);
 for (const [name, xs] of results)
   console.log(
     `${name.padEnd(9)} ${xs.map((x) => x.toFixed(0).padStart(5)).join(" ")} ns/head` +
-      (name === "floor" ? "" : `  (median ${(med(xs) - base).toFixed(0)} ns over the floor)`),
+      (name === "floor" ? "" : `  (median ${(median(xs) - base).toFixed(0)} ns over the floor)`),
   );

@@ -31,11 +31,13 @@ const KEPT_CHANGES = 1000;
  * from an older snapshot, a replica promoted behind its master, a flush), the counter may be back
  * at a number a replica already saw; it is moved to Redis's clock in ms (past every number of the
  * history before, short of a thousand changes a second) and the replicas' next poll re-reads
- * everything. Costs one `INFO server` per script call, off the request path.
+ * everything. Costs one `INFO server` per script call, off the request path. A user whose ACL
+ * refuses `INFO` records `-`: then only a lost key (a flush, a restart without persistence) is seen.
  */
 const HISTORY = `
 local time = redis.call('TIME')
-local run = string.match(redis.call('INFO', 'server'), 'run_id:(%w+)')
+local info = redis.pcall('INFO', 'server')
+local run = type(info) == 'string' and string.match(info, 'run_id:(%w+)') or '-'
 if redis.call('GET', KEYS[4]) ~= run then
   local clock = time[1] .. string.format('%03d', math.floor(tonumber(time[2]) / 1000))
   if tonumber(redis.call('GET', KEYS[2]) or '0') < tonumber(clock) then

@@ -73,6 +73,24 @@ describe("the admin store's change counter across a Redis data loss", () => {
     expect(after!.overrides.map((o) => o.identity).sort()).toEqual(["sub:bob", "sub:dave", "sub:frank"]);
   });
 
+  it("with a user whose ACL refuses INFO, still works and still sees a flushed Redis", async () => {
+    await cli(redis.port, "ACL", "SETUSER", "noinfo", "on", ">noinfo-pw", "~*", "&*", "+@all", "-info");
+    const limited = new Redis(redis.url, { username: "noinfo", password: "noinfo-pw" });
+    try {
+      const own = new RedisAdminStore(limited, "adminnoinfo:", 5000);
+      await own.setOverride("sub:alice", override("sub:alice", 9));
+      const seen = (await own.poll(-1))!.version;
+      expect(await own.poll(seen)).toBeNull();
+      expect(await cli(redis.port, "FLUSHALL")).toBe("OK");
+      await own.setOverride("sub:bob", override("sub:bob", 7));
+      const after = await own.poll(seen);
+      expect(after!.identities).toBeNull();
+      expect(after!.overrides.map((o) => o.identity)).toEqual(["sub:bob"]);
+    } finally {
+      limited.disconnect();
+    }
+  });
+
   it("counts on from where it was while Redis keeps its data", async () => {
     const start = (await store.poll(-1))!.version;
     await store.setOverride("sub:carol", override("sub:carol", 5));
